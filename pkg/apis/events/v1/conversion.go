@@ -1,0 +1,54 @@
+package v1
+
+import (
+	"k8s.io/apimachinery/pkg/conversion"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/kube-events/events-apiserver/pkg/apis/core"
+	corev1 "github.com/kube-events/events-apiserver/pkg/apis/core/v1"
+	eventconversion "github.com/kube-events/events-apiserver/pkg/conversion"
+)
+
+func addFieldLabelConversionFuncs(scheme *runtime.Scheme) error {
+	return eventconversion.AddFieldLabelConversionFunc(scheme, SchemeGroupVersion, eventconversion.EventsFieldLabels())
+}
+
+// Convert_v1_Event_To_core_Event maps the events.k8s.io names onto the
+// internal (core/v1-shaped) fields: regarding, note and the deprecated* fields.
+func Convert_v1_Event_To_core_Event(in *Event, out *core.Event, s conversion.Scope) error {
+	if err := autoConvert_v1_Event_To_core_Event(in, out, s); err != nil {
+		return err
+	}
+	if err := corev1.Convert_v1_ObjectReference_To_core_ObjectReference(&in.Regarding, &out.InvolvedObject, s); err != nil {
+		return err
+	}
+	if err := corev1.Convert_v1_EventSource_To_core_EventSource(&in.DeprecatedSource, &out.Source, s); err != nil {
+		return err
+	}
+	out.Message = in.Note
+	out.FirstTimestamp = in.DeprecatedFirstTimestamp
+	out.LastTimestamp = in.DeprecatedLastTimestamp
+	out.Count = in.DeprecatedCount
+	return nil
+}
+
+// Convert_core_Event_To_v1_Event maps the internal fields onto the
+// events.k8s.io names. A legacy event without a reporting controller of its
+// own shows its source.component as reportingController.
+func Convert_core_Event_To_v1_Event(in *core.Event, out *Event, s conversion.Scope) error {
+	if err := autoConvert_core_Event_To_v1_Event(in, out, s); err != nil {
+		return err
+	}
+	if err := corev1.Convert_core_ObjectReference_To_v1_ObjectReference(&in.InvolvedObject, &out.Regarding, s); err != nil {
+		return err
+	}
+	if err := corev1.Convert_core_EventSource_To_v1_EventSource(&in.Source, &out.DeprecatedSource, s); err != nil {
+		return err
+	}
+	out.Note = in.Message
+	out.DeprecatedFirstTimestamp = in.FirstTimestamp
+	out.DeprecatedLastTimestamp = in.LastTimestamp
+	out.DeprecatedCount = in.Count
+	out.ReportingController = eventconversion.ReportingController(in.ReportingController, in.Source.Component)
+	return nil
+}

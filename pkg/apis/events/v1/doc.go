@@ -1,0 +1,13 @@
+// +k8s:deepcopy-gen=package
+// +k8s:conversion-gen=github.com/kube-events/events-apiserver/pkg/apis/core
+// +k8s:conversion-gen-external-types=github.com/kube-events/events-apiserver/pkg/apis/events/v1
+// +k8s:defaulter-gen=TypeMeta
+// +k8s:protobuf-gen=package
+// +k8s:openapi-gen=true
+// +k8s:openapi-model-package=io.k8s.eventsapiserver.events.v1
+// +groupName=events.k8s.io
+
+// Package v1 is events.k8s.io/v1 Event: field for field, JSON and protobuf,
+// the same as k8s.io/api/events/v1.Event, plus series.state.
+// It converts to and from the internal core.Event.
+package v1

@@ -1,0 +1,85 @@
+package conversion
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// Canonical field labels: the names, core/v1's, under which the registry
+// exposes an event's selectable fields. Each served version maps the labels
+// its users write onto these.
+const (
+	FieldName               = "metadata.name"
+	FieldNamespace          = "metadata.namespace"
+	FieldReason             = "reason"
+	FieldAction             = "action"
+	FieldSource             = "source"
+	FieldReportingComponent = "reportingComponent"
+	FieldReportingInstance  = "reportingInstance"
+	FieldType               = "type"
+	FieldSeriesState        = "series.state"
+
+	// PrefixInvolvedObject and PrefixRelated are followed by one of
+	// ObjectReferenceFields.
+	PrefixInvolvedObject = "involvedObject."
+	PrefixRelated        = "related."
+)
+
+// ObjectReferenceFields are the selectable fields of an object reference.
+var ObjectReferenceFields = []string{"kind", "namespace", "name", "uid", "apiVersion", "resourceVersion", "fieldPath"}
+
+// CoreV1FieldLabels maps the field labels core/v1 accepts to canonical labels.
+func CoreV1FieldLabels() map[string]string {
+	m := identity(FieldName, FieldNamespace, FieldReason, FieldAction, FieldSource,
+		FieldReportingComponent, FieldReportingInstance, FieldType, FieldSeriesState)
+	for _, f := range ObjectReferenceFields {
+		m[PrefixInvolvedObject+f] = PrefixInvolvedObject + f
+		m[PrefixRelated+f] = PrefixRelated + f
+	}
+	return m
+}
+
+// EventsFieldLabels maps the field labels events.k8s.io (v1beta1 and v1)
+// accepts to canonical labels.
+func EventsFieldLabels() map[string]string {
+	m := identity(FieldName, FieldNamespace, FieldReason, FieldAction,
+		FieldReportingInstance, FieldType, FieldSeriesState)
+	m["reportingController"] = FieldReportingComponent
+	for _, f := range ObjectReferenceFields {
+		m["regarding."+f] = PrefixInvolvedObject + f
+		m[PrefixRelated+f] = PrefixRelated + f
+	}
+	return m
+}
+
+// AddFieldLabelConversionFunc registers, for kind Event in gv, a field label
+// conversion that accepts exactly the labels in mapping and names them all
+// when it refuses one.
+func AddFieldLabelConversionFunc(scheme *runtime.Scheme, gv schema.GroupVersion, mapping map[string]string) error {
+	supported := make([]string, 0, len(mapping))
+	for label := range mapping {
+		supported = append(supported, label)
+	}
+	sort.Strings(supported)
+	list := strings.Join(supported, ", ")
+	return scheme.AddFieldLabelConversionFunc(gv.WithKind("Event"),
+		func(label, value string) (string, string, error) {
+			canonical, ok := mapping[label]
+			if !ok {
+				return "", "", fmt.Errorf("field label not supported: %s (supported field labels for %s Event: %s)", label, gv.String(), list)
+			}
+			return canonical, value, nil
+		})
+}
+
+func identity(labels ...string) map[string]string {
+	m := make(map[string]string, len(labels))
+	for _, l := range labels {
+		m[l] = l
+	}
+	return m
+}
