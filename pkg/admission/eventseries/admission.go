@@ -1,0 +1,102 @@
+package eventseries
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apiserver/pkg/admission"
+	"k8s.io/utils/clock"
+
+	"github.com/kube-events/events-apiserver/pkg/apis/core"
+	"github.com/kube-events/events-apiserver/pkg/apis/events"
+)
+
+// PluginName is the name under which the plugin registers, for
+// --enable-admission-plugins, --disable-admission-plugins and the
+// plugins[].name of an admission configuration file.
+const PluginName = "EventSeries"
+
+// Register registers the EventSeries plugin. Its factory reads an
+// EventSeriesConfiguration from the admission configuration (nil: defaults).
+func Register(plugins *admission.Plugins) {
+	plugins.Register(PluginName, func(config io.Reader) (admission.Interface, error) {
+		thresholds, err := LoadConfiguration(config)
+		if err != nil {
+			return nil, err
+		}
+		return NewPlugin(thresholds, clock.RealClock{})
+	})
+}
+
+// Plugin enforces event series semantics on creates and updates of events
+// in the core group and in events.k8s.io.
+type Plugin struct {
+	*admission.Handler
+	thresholds Thresholds
+	clock      clock.PassiveClock
+}
+
+var (
+	_ admission.MutationInterface   = &Plugin{}
+	_ admission.ValidationInterface = &Plugin{}
+)
+
+// NewPlugin returns the plugin with the given thresholds, reading the time
+// from clk (clock.RealClock{} outside tests).
+func NewPlugin(thresholds Thresholds, clk clock.PassiveClock) (*Plugin, error) {
+	if errs := thresholds.Validate(); len(errs) > 0 {
+		return nil, fmt.Errorf("invalid %s thresholds: %w", PluginName, errs.ToAggregate())
+	}
+	return &Plugin{
+		Handler:    admission.NewHandler(admission.Create, admission.Update),
+		thresholds: thresholds,
+		clock:      clk,
+	}, nil
+}
+
+// Admit defaults the state of a series the client left alone: Ongoing, or
+// Finished when the write is the late final write of a series.
+func (p *Plugin) Admit(_ context.Context, a admission.Attributes, _ admission.ObjectInterfaces) error {
+	newEvent, oldEvent, ok, err := eventsOf(a)
+	if !ok || err != nil {
+		return err
+	}
+	defaultState(newEvent, oldEvent, p.clock.Now(), p.thresholds)
+	return nil
+}
+
+// Validate refuses writes that break the series rules with 422 Invalid.
+func (p *Plugin) Validate(_ context.Context, a admission.Attributes, _ admission.ObjectInterfaces) error {
+	newEvent, oldEvent, ok, err := eventsOf(a)
+	if !ok || err != nil {
+		return err
+	}
+	errs := validateSeries(newEvent, oldEvent, p.clock.Now(), p.thresholds, fieldNamesFor(a.GetResource().Group))
+	if len(errs) == 0 {
+		return nil
+	}
+	return apierrors.NewInvalid(a.GetKind().GroupKind(), a.GetName(), errs)
+}
+
+// eventsOf returns the new and (on update) old event of a request the plugin
+// handles; ok is false for requests it ignores.
+func eventsOf(a admission.Attributes) (newEvent, oldEvent *core.Event, ok bool, err error) {
+	resource := a.GetResource()
+	if resource.Resource != "events" || a.GetSubresource() != "" ||
+		(resource.Group != core.GroupName && resource.Group != events.GroupName) {
+		return nil, nil, false, nil
+	}
+	newEvent, isEvent := a.GetObject().(*core.Event)
+	if !isEvent {
+		return nil, nil, false, apierrors.NewBadRequest(fmt.Sprintf("%s admission: expected an Event, got %T", PluginName, a.GetObject()))
+	}
+	if a.GetOperation() == admission.Update && a.GetOldObject() != nil {
+		oldEvent, isEvent = a.GetOldObject().(*core.Event)
+		if !isEvent {
+			return nil, nil, false, apierrors.NewBadRequest(fmt.Sprintf("%s admission: expected the old object to be an Event, got %T", PluginName, a.GetOldObject()))
+		}
+	}
+	return newEvent, oldEvent, true, nil
+}

@@ -1,0 +1,698 @@
+package eventseries
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/admission"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/kube-events/events-apiserver/pkg/apis/core"
+	"github.com/kube-events/events-apiserver/pkg/apis/events"
+)
+
+const (
+	ongoing  = core.EventSeriesStateOngoing
+	finished = core.EventSeriesStateFinished
+	unknown  = core.EventSeriesStateUnknown
+)
+
+// now is the fake clock's time in every plugin test.
+var now = time.Date(2026, time.May, 1, 12, 0, 0, 0, time.UTC)
+
+func ago(d time.Duration) metav1.MicroTime {
+	return metav1.NewMicroTime(now.Add(-d))
+}
+
+// event is a kubelet back-off event first observed an hour ago, changed by mods.
+func event(mods ...func(*core.Event)) *core.Event {
+	e := &core.Event{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web-0.17a2b3c4d5e6f708", UID: "event-uid", ResourceVersion: "42"},
+		InvolvedObject: core.ObjectReference{
+			Kind: "Pod", Namespace: "default", Name: "web-0", UID: "pod-uid", APIVersion: "v1", FieldPath: "spec.containers{web}",
+		},
+		Reason:              "BackOff",
+		Action:              "Pulling",
+		Message:             "Back-off pulling image",
+		Type:                core.EventTypeWarning,
+		EventTime:           ago(time.Hour),
+		ReportingController: "kubelet",
+		ReportingInstance:   "kubelet-node-1",
+	}
+	for _, mod := range mods {
+		mod(e)
+	}
+	return e
+}
+
+// series gives the event a series of count occurrences, last observed
+// lastObserved before now, in state (may be empty).
+func series(count int32, lastObserved time.Duration, state core.EventSeriesState) func(*core.Event) {
+	return func(e *core.Event) {
+		e.Series = &core.EventSeries{Count: count, LastObservedTime: ago(lastObserved), State: state}
+	}
+}
+
+func legacySource(e *core.Event) {
+	e.ReportingController = ""
+	e.Source.Component = "kubelet"
+}
+
+// write is one create (old nil) or update through the plugin.
+type write struct {
+	name   string
+	legacy bool // through core/v1 instead of events.k8s.io
+	old    *core.Event
+	new    *core.Event
+	// wantState is series.state after admission, for allowed writes.
+	wantState core.EventSeriesState
+	// wantCauses are the refusal's causes, "field: message", each matched
+	// as a prefix; none means the write is allowed.
+	wantCauses []string
+}
+
+func runWrites(t *testing.T, tests []write) {
+	t.Helper()
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			plugin, err := NewPlugin(DefaultThresholds(), clocktesting.NewFakePassiveClock(now))
+			if err != nil {
+				t.Fatal(err)
+			}
+			group := events.GroupName
+			if tc.legacy {
+				group = core.GroupName
+			}
+			err = admitAndValidate(plugin, group, tc.old, tc.new)
+			checkCauses(t, err, tc.wantCauses)
+			if err != nil || len(tc.wantCauses) > 0 {
+				return
+			}
+			var gotState core.EventSeriesState
+			if tc.new.Series != nil {
+				gotState = tc.new.Series.State
+			}
+			if gotState != tc.wantState {
+				t.Errorf("series.state %q after admission, want %q", gotState, tc.wantState)
+			}
+		})
+	}
+}
+
+// admitAndValidate runs the plugin the way the admission chain does: Admit,
+// then Validate on the admitted object.
+func admitAndValidate(plugin *Plugin, group string, oldEvent, newEvent *core.Event) error {
+	op := admission.Create
+	var old runtime.Object
+	if oldEvent != nil {
+		op, old = admission.Update, oldEvent
+	}
+	attrs := admission.NewAttributesRecord(newEvent, old,
+		schema.GroupVersionKind{Group: group, Version: "v1", Kind: "Event"},
+		newEvent.Namespace, newEvent.Name,
+		schema.GroupVersionResource{Group: group, Version: "v1", Resource: "events"},
+		"", op, nil, false, nil)
+	if err := plugin.Admit(context.Background(), attrs, nil); err != nil {
+		return err
+	}
+	return plugin.Validate(context.Background(), attrs, nil)
+}
+
+func checkCauses(t *testing.T, err error, want []string) {
+	t.Helper()
+	if len(want) == 0 {
+		if err != nil {
+			t.Fatalf("refused: %v", err)
+		}
+		return
+	}
+	var status *apierrors.StatusError
+	if !errors.As(err, &status) {
+		t.Fatalf("got %v, want a refusal with causes %q", err, want)
+	}
+	if status.ErrStatus.Code != http.StatusUnprocessableEntity || status.ErrStatus.Reason != metav1.StatusReasonInvalid {
+		t.Errorf("got %d %s, want 422 Invalid", status.ErrStatus.Code, status.ErrStatus.Reason)
+	}
+	var got []string
+	for _, cause := range status.ErrStatus.Details.Causes {
+		got = append(got, cause.Field+": "+cause.Message)
+	}
+	if len(got) != len(want) {
+		t.Fatalf("got causes %q, want %q", got, want)
+	}
+	for i := range want {
+		if !strings.HasPrefix(got[i], want[i]) {
+			t.Errorf("cause %d is %q, want it to start with %q", i, got[i], want[i])
+		}
+	}
+}
+
+func TestCreate(t *testing.T) {
+	runWrites(t, []write{
+		{
+			name: "singleton",
+			new:  event(),
+		},
+		{
+			name:      "series without state starts Ongoing",
+			new:       event(series(2, time.Second, "")),
+			wantState: ongoing,
+		},
+		{
+			name:      "series last observed more than finishAfter ago is created Finished",
+			new:       event(series(7, 7*time.Minute, "")),
+			wantState: finished,
+		},
+		{
+			name:      "series last observed exactly finishAfter ago is still Ongoing",
+			new:       event(series(7, 6*time.Minute, "")),
+			wantState: ongoing,
+		},
+		{
+			name:      "client's Finished is obeyed",
+			new:       event(series(3, time.Second, finished)),
+			wantState: finished,
+		},
+		{
+			name:      "client's Ongoing is obeyed on a late write",
+			new:       event(series(3, 10*time.Minute, ongoing)),
+			wantState: ongoing,
+		},
+		{
+			name:      "client's Unknown on a series silent for longer than heartbeat and slack",
+			new:       event(series(3, 37*time.Minute, unknown)),
+			wantState: unknown,
+		},
+		{
+			name:       "client's Unknown on a series observed recently",
+			new:        event(series(3, 35*time.Minute, unknown)),
+			wantCauses: []string{`series.state: Invalid value: "Unknown": may only be set on a series not observed for more than 36m0s (heartbeatInterval 30m0s + heartbeatSlack 6m0s); it was last observed 35m0s ago`},
+		},
+		{
+			name:       "unsupported state",
+			new:        event(series(3, time.Second, "Paused")),
+			wantCauses: []string{`series.state: Unsupported value: "Paused": supported values: "Ongoing", "Finished", "Unknown"`},
+		},
+		{
+			name:       "series of one",
+			new:        event(series(1, time.Second, "")),
+			wantCauses: []string{"series.count: Invalid value: 1: must be at least 2"},
+		},
+		{
+			name:       "series of one through core/v1",
+			legacy:     true,
+			new:        event(series(1, time.Second, "")),
+			wantCauses: []string{"series.count: Invalid value: 1: must be at least 2"},
+		},
+		{
+			name: "series without lastObservedTime",
+			new: event(series(2, 0, ""), func(e *core.Event) {
+				e.Series.LastObservedTime = metav1.MicroTime{}
+			}),
+			wantCauses: []string{"series.lastObservedTime: Required value: a series must say when it was last observed"},
+		},
+		{
+			name: "lastObservedTime before eventTime",
+			new: event(series(2, 2*time.Minute, ""), func(e *core.Event) {
+				e.EventTime = ago(time.Minute)
+			}),
+			wantCauses: []string{`series.lastObservedTime: Invalid value: "2026-05-01T11:58:00.000000Z": may not be before eventTime (2026-05-01T11:59:00.000000Z)`},
+		},
+		{
+			name: "lastObservedTime equal to eventTime",
+			new: event(series(2, time.Minute, ""), func(e *core.Event) {
+				e.EventTime = ago(time.Minute)
+			}),
+			wantState: ongoing,
+		},
+		{
+			name:   "legacy core/v1 series without eventTime",
+			legacy: true,
+			new: event(series(2, time.Second, ""), legacySource, func(e *core.Event) {
+				e.EventTime = metav1.MicroTime{}
+			}),
+			wantState: ongoing,
+		},
+	})
+}
+
+func TestUpdateDrivenByClientGoRecorder(t *testing.T) {
+	// client-go's tools/events recorder patches series.count and
+	// series.lastObservedTime with a strategic merge patch; the server merges
+	// it onto the stored event, so the merged object carries the stored state.
+	runWrites(t, []write{
+		{
+			name:      "second occurrence turns the singleton into an Ongoing series",
+			old:       event(),
+			new:       event(series(2, time.Second, "")),
+			wantState: ongoing,
+		},
+		{
+			name:      "heartbeat keeps the series Ongoing",
+			old:       event(series(2, 29*time.Minute, ongoing)),
+			new:       event(series(4242, 10*time.Second, ongoing)),
+			wantState: ongoing,
+		},
+		{
+			name:      "late write with the merged stored state is the final write",
+			old:       event(series(4242, 20*time.Minute, ongoing)),
+			new:       event(series(424242, 7*time.Minute, ongoing)),
+			wantState: finished,
+		},
+		{
+			name:      "final write that repeats the last heartbeat",
+			old:       event(series(4242, 7*time.Minute, ongoing)),
+			new:       event(series(4242, 7*time.Minute, ongoing)),
+			wantState: finished,
+		},
+		{
+			name:      "final write sent again after the series finished",
+			old:       event(series(4242, 7*time.Minute, finished)),
+			new:       event(series(4242, 7*time.Minute, finished)),
+			wantState: finished,
+		},
+		{
+			name:      "series re-created after the event expired, with the final count",
+			new:       event(series(424242, 7*time.Minute, "")),
+			wantState: finished,
+		},
+		{
+			name:      "reporter back after being marked Unknown",
+			old:       event(series(10, 40*time.Minute, unknown)),
+			new:       event(series(11, time.Second, unknown)),
+			wantState: ongoing,
+		},
+		{
+			name:      "reporter back after being marked Unknown only to finish",
+			old:       event(series(10, 40*time.Minute, unknown)),
+			new:       event(series(10, 40*time.Minute, unknown)),
+			wantState: finished,
+		},
+	})
+}
+
+func TestUpdateStateChosenByClient(t *testing.T) {
+	runWrites(t, []write{
+		{
+			name:      "client finishes a fresh series",
+			old:       event(series(5, time.Minute, ongoing)),
+			new:       event(series(6, time.Second, finished)),
+			wantState: finished,
+		},
+		{
+			name:      "client revives an Unknown series although its write is late",
+			old:       event(series(5, 40*time.Minute, unknown)),
+			new:       event(series(6, 10*time.Minute, ongoing)),
+			wantState: ongoing,
+		},
+		{
+			name:      "client finishes an Unknown series",
+			old:       event(series(5, 40*time.Minute, unknown)),
+			new:       event(series(5, 40*time.Minute, finished)),
+			wantState: finished,
+		},
+		{
+			name:      "sweeper marks an abandoned Ongoing series Unknown",
+			old:       event(series(5, 37*time.Minute, ongoing)),
+			new:       event(series(5, 37*time.Minute, unknown)),
+			wantState: unknown,
+		},
+		{
+			name:      "abandoned series without a stored state may become Unknown",
+			old:       event(series(5, 37*time.Minute, "")),
+			new:       event(series(5, 37*time.Minute, unknown)),
+			wantState: unknown,
+		},
+		{
+			name:       "Unknown for a series observed recently",
+			old:        event(series(5, 10*time.Minute, ongoing)),
+			new:        event(series(5, 10*time.Minute, unknown)),
+			wantCauses: []string{`series.state: Invalid value: "Unknown": may only be set on a series not observed for more than 36m0s (heartbeatInterval 30m0s + heartbeatSlack 6m0s); it was last observed 10m0s ago`},
+		},
+		{
+			name:       "Unknown together with a new occurrence",
+			old:        event(series(5, 40*time.Minute, ongoing)),
+			new:        event(series(6, time.Second, unknown)),
+			wantCauses: []string{`series.state: Invalid value: "Unknown": may only be set on a series not observed for more than 36m0s`},
+		},
+		{
+			name:       "Finished series back to Ongoing",
+			old:        event(series(5, 10*time.Minute, finished)),
+			new:        event(series(5, 10*time.Minute, ongoing)),
+			wantCauses: []string{`series.state: Invalid value: "Ongoing": may not change once the series is Finished: a Finished series is final; report a new occurrence as a new event`},
+		},
+		{
+			name:       "Finished series to Unknown",
+			old:        event(series(5, 40*time.Minute, finished)),
+			new:        event(series(5, 40*time.Minute, unknown)),
+			wantCauses: []string{`series.state: Invalid value: "Unknown": may not change once the series is Finished`},
+		},
+		{
+			name:       "unsupported state",
+			old:        event(series(5, time.Second, ongoing)),
+			new:        event(series(5, time.Second, "Done")),
+			wantCauses: []string{`series.state: Unsupported value: "Done"`},
+		},
+	})
+}
+
+func TestUpdateCountAndTime(t *testing.T) {
+	runWrites(t, []write{
+		{
+			name:       "count decreases",
+			old:        event(series(5, time.Minute, ongoing)),
+			new:        event(series(3, time.Second, ongoing)),
+			wantCauses: []string{"series.count: Invalid value: 3: may not decrease (was 5)"},
+		},
+		{
+			name:       "count decreases through core/v1",
+			legacy:     true,
+			old:        event(series(5, time.Minute, ongoing)),
+			new:        event(series(3, time.Second, ongoing)),
+			wantCauses: []string{"series.count: Invalid value: 3: may not decrease (was 5)"},
+		},
+		{
+			name: "lastObservedTime moves backwards",
+			old:  event(series(5, time.Minute, ongoing)),
+			new:  event(series(6, 2*time.Minute, ongoing)),
+			wantCauses: []string{
+				`series.lastObservedTime: Invalid value: "2026-05-01T11:58:00.000000Z": may not move backwards (was 2026-05-01T11:59:00.000000Z)`,
+			},
+		},
+		{
+			name: "lastObservedTime differs below a microsecond",
+			old: event(series(5, time.Minute, ongoing), func(e *core.Event) {
+				e.Series.LastObservedTime = metav1.NewMicroTime(e.Series.LastObservedTime.Add(999 * time.Nanosecond))
+			}),
+			new:       event(series(5, time.Minute, ongoing)),
+			wantState: ongoing,
+		},
+		{
+			name:       "Finished series counts another occurrence",
+			old:        event(series(5, 10*time.Minute, finished)),
+			new:        event(series(6, 10*time.Minute, finished)),
+			wantCauses: []string{"series.count: Invalid value: 6: may not change once the series is Finished (was 5): a Finished series is final"},
+		},
+		{
+			name: "Finished series observed again",
+			old:  event(series(5, 10*time.Minute, finished)),
+			new:  event(series(5, 9*time.Minute, finished)),
+			wantCauses: []string{
+				`series.lastObservedTime: Invalid value: "2026-05-01T11:51:00.000000Z": may not change once the series is Finished (was 2026-05-01T11:50:00.000000Z)`,
+			},
+		},
+		{
+			name: "Finished series decreases and moves back: each rule once",
+			old:  event(series(5, 10*time.Minute, finished)),
+			new:  event(series(4, 11*time.Minute, finished)),
+			wantCauses: []string{
+				"series.count: Invalid value: 4: may not decrease (was 5)",
+				`series.lastObservedTime: Invalid value: "2026-05-01T11:49:00.000000Z": may not move backwards`,
+			},
+		},
+		{
+			name:      "client dropping the state it does not know keeps the stored Finished",
+			old:       event(series(5, time.Minute, finished)),
+			new:       event(series(5, time.Minute, "")),
+			wantState: finished,
+		},
+		{
+			name:      "client dropping the state it does not know keeps the stored Ongoing",
+			old:       event(series(5, time.Minute, ongoing)),
+			new:       event(series(6, time.Second, "")),
+			wantState: ongoing,
+		},
+		{
+			name: "metadata-only update of a series",
+			old:  event(series(5, time.Minute, ongoing)),
+			new: event(series(5, time.Minute, ongoing), func(e *core.Event) {
+				e.Labels = map[string]string{"team": "web"}
+			}),
+			wantState: ongoing,
+		},
+		{
+			name:       "series removed",
+			old:        event(series(5, time.Minute, ongoing)),
+			new:        event(),
+			wantCauses: []string{"series: Required value: may not be removed from an event series (was count 5, state Ongoing)"},
+		},
+		{
+			name:       "series removed through core/v1",
+			legacy:     true,
+			old:        event(series(5, time.Minute, finished)),
+			new:        event(),
+			wantCauses: []string{"series: Required value: may not be removed from an event series (was count 5, state Finished)"},
+		},
+		{
+			name:       "singleton becomes a series of one",
+			old:        event(),
+			new:        event(series(1, time.Second, "")),
+			wantCauses: []string{"series.count: Invalid value: 1: must be at least 2"},
+		},
+		{
+			name:       "singleton becomes an Unknown series",
+			old:        event(),
+			new:        event(series(2, time.Second, unknown)),
+			wantCauses: []string{`series.state: Invalid value: "Unknown": may only be set`},
+		},
+		{
+			name: "legacy core/v1 update of a singleton",
+			old:  event(legacySource),
+			new: event(legacySource, func(e *core.Event) {
+				e.Count = 7
+				e.Reason = "Failed"
+			}),
+			legacy: true,
+		},
+	})
+}
+
+func TestUpdateIdentity(t *testing.T) {
+	const immutable = "field is immutable: it is part of the event series' identity"
+	ongoingSeries := series(5, time.Minute, ongoing)
+	runWrites(t, []write{
+		{
+			name: "regarding changes",
+			old:  event(ongoingSeries),
+			new: event(ongoingSeries, func(e *core.Event) {
+				e.InvolvedObject.Name = "web-1"
+				e.InvolvedObject.UID = "other-pod-uid"
+			}),
+			wantCauses: []string{`regarding.name: Invalid value: "web-1": ` + immutable, `regarding.uid: Invalid value: "other-pod-uid": ` + immutable},
+		},
+		{
+			name:   "involvedObject changes through core/v1",
+			legacy: true,
+			old:    event(ongoingSeries),
+			new: event(ongoingSeries, func(e *core.Event) {
+				e.InvolvedObject.FieldPath = "spec.containers{sidecar}"
+			}),
+			wantCauses: []string{`involvedObject.fieldPath: Invalid value: "spec.containers{sidecar}": ` + immutable},
+		},
+		{
+			name: "related added",
+			old:  event(ongoingSeries),
+			new: event(ongoingSeries, func(e *core.Event) {
+				e.Related = &core.ObjectReference{Kind: "Node", Name: "node-1"}
+			}),
+			wantCauses: []string{"related: Forbidden: may not be added: " + immutable},
+		},
+		{
+			name: "related removed",
+			old: event(ongoingSeries, func(e *core.Event) {
+				e.Related = &core.ObjectReference{Kind: "Node", Name: "node-1"}
+			}),
+			new:        event(ongoingSeries),
+			wantCauses: []string{"related: Required value: may not be removed: " + immutable},
+		},
+		{
+			name: "related changes",
+			old: event(ongoingSeries, func(e *core.Event) {
+				e.Related = &core.ObjectReference{Kind: "Node", Name: "node-1"}
+			}),
+			new: event(ongoingSeries, func(e *core.Event) {
+				e.Related = &core.ObjectReference{Kind: "Node", Name: "node-2"}
+			}),
+			wantCauses: []string{`related.name: Invalid value: "node-2": ` + immutable},
+		},
+		{
+			name: "empty related is no related",
+			old:  event(ongoingSeries),
+			new: event(ongoingSeries, func(e *core.Event) {
+				e.Related = &core.ObjectReference{}
+			}),
+			wantState: ongoing,
+		},
+		{
+			name: "action, reason, reportingController, reportingInstance and type change",
+			old:  event(ongoingSeries),
+			new: event(ongoingSeries, func(e *core.Event) {
+				e.Action = "Pulled"
+				e.Reason = "Pulled"
+				e.ReportingController = "other-controller"
+				e.ReportingInstance = "kubelet-node-2"
+				e.Type = core.EventTypeNormal
+			}),
+			wantCauses: []string{
+				`action: Invalid value: "Pulled": ` + immutable,
+				`reason: Invalid value: "Pulled": ` + immutable,
+				`reportingController: Invalid value: "other-controller": ` + immutable,
+				`reportingInstance: Invalid value: "kubelet-node-2": ` + immutable,
+				`type: Invalid value: "Normal": ` + immutable,
+			},
+		},
+		{
+			name:   "reportingComponent changes through core/v1",
+			legacy: true,
+			old:    event(ongoingSeries),
+			new: event(ongoingSeries, func(e *core.Event) {
+				e.ReportingController = "other-controller"
+			}),
+			wantCauses: []string{`reportingComponent: Invalid value: "other-controller": ` + immutable},
+		},
+		{
+			name:   "legacy source.component changes through core/v1",
+			legacy: true,
+			old:    event(ongoingSeries, legacySource),
+			new: event(ongoingSeries, legacySource, func(e *core.Event) {
+				e.Source.Component = "kube-scheduler"
+			}),
+			wantCauses: []string{`source.component: Invalid value: "kube-scheduler": ` + immutable},
+		},
+		{
+			name: "legacy deprecatedSource.component changes through events.k8s.io",
+			old:  event(ongoingSeries, legacySource),
+			new: event(ongoingSeries, legacySource, func(e *core.Event) {
+				e.Source.Component = "kube-scheduler"
+			}),
+			wantCauses: []string{`deprecatedSource.component: Invalid value: "kube-scheduler": ` + immutable},
+		},
+		{
+			name: "legacy source.component read back as reportingController is the same reporter",
+			old:  event(ongoingSeries, legacySource),
+			new: event(ongoingSeries, func(e *core.Event) {
+				e.Source.Component = "kubelet"
+			}),
+			wantState: ongoing,
+		},
+		{
+			name:   "singleton becoming a series through core/v1 keeps its identity",
+			legacy: true,
+			old:    event(),
+			new: event(series(2, time.Second, ""), func(e *core.Event) {
+				e.Reason = "Failed"
+			}),
+			wantCauses: []string{`reason: Invalid value: "Failed": ` + immutable},
+		},
+		{
+			name: "singletons are not this plugin's business",
+			old:  event(),
+			new: event(func(e *core.Event) {
+				e.Reason = "Failed"
+			}),
+		},
+		{
+			name: "note may change",
+			old:  event(ongoingSeries),
+			new: event(ongoingSeries, func(e *core.Event) {
+				e.Message = "Back-off pulling image again"
+			}),
+			wantState: ongoing,
+		},
+	})
+}
+
+func TestRefusalNamesKindAndEvent(t *testing.T) {
+	plugin, err := NewPlugin(DefaultThresholds(), clocktesting.NewFakePassiveClock(now))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		group string
+		want  string
+	}{
+		{events.GroupName, `Event.events.k8s.io "web-0.17a2b3c4d5e6f708" is invalid: series.count: Invalid value: 3: may not decrease (was 5)`},
+		{core.GroupName, `Event "web-0.17a2b3c4d5e6f708" is invalid: series.count: Invalid value: 3: may not decrease (was 5)`},
+	} {
+		err := admitAndValidate(plugin, tc.group, event(series(5, time.Minute, ongoing)), event(series(3, time.Minute, ongoing)))
+		if err == nil || err.Error() != tc.want {
+			t.Errorf("group %q: got %v, want %s", tc.group, err, tc.want)
+		}
+	}
+}
+
+func TestCustomThresholds(t *testing.T) {
+	clock := clocktesting.NewFakePassiveClock(now)
+	plugin, err := NewPlugin(Thresholds{FinishAfter: time.Minute, HeartbeatInterval: 5 * time.Minute, HeartbeatSlack: time.Minute}, clock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	late := event(series(5, 90*time.Second, ""))
+	if err := admitAndValidate(plugin, events.GroupName, event(series(4, 2*time.Minute, ongoing)), late); err != nil {
+		t.Fatalf("late write refused: %v", err)
+	}
+	if late.Series.State != finished {
+		t.Errorf("write 90s late with finishAfter 1m: state %q, want Finished", late.Series.State)
+	}
+	abandoned := event(series(4, 7*time.Minute, unknown))
+	if err := admitAndValidate(plugin, events.GroupName, event(series(4, 7*time.Minute, ongoing)), abandoned); err != nil {
+		t.Errorf("Unknown after 7m with heartbeat 5m + slack 1m refused: %v", err)
+	}
+	clock.SetTime(now.Add(-2 * time.Minute))
+	err = admitAndValidate(plugin, events.GroupName, event(series(4, 7*time.Minute, ongoing)), event(series(4, 7*time.Minute, unknown)))
+	checkCauses(t, err, []string{`series.state: Invalid value: "Unknown": may only be set on a series not observed for more than 6m0s (heartbeatInterval 5m0s + heartbeatSlack 1m0s); it was last observed 5m0s ago`})
+}
+
+func TestRequestsNotForEvents(t *testing.T) {
+	plugin, err := NewPlugin(DefaultThresholds(), clocktesting.NewFakePassiveClock(now))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := event(series(5, time.Minute, ongoing))
+	worse := event(series(1, time.Minute, ""))
+	tests := []struct {
+		name     string
+		resource schema.GroupVersionResource
+		sub      string
+		object   runtime.Object
+		wantErr  func(error) bool
+	}{
+		{name: "other resource", resource: schema.GroupVersionResource{Version: "v1", Resource: "pods"}, object: worse},
+		{name: "events of another group", resource: schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "events"}, object: worse},
+		{name: "subresource", resource: schema.GroupVersionResource{Version: "v1", Resource: "events"}, sub: "status", object: worse},
+		{
+			name:     "not an internal Event",
+			resource: schema.GroupVersionResource{Group: events.GroupName, Version: "v1", Resource: "events"},
+			object:   &metav1.Status{},
+			wantErr:  apierrors.IsBadRequest,
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			attrs := admission.NewAttributesRecord(tc.object, bad, schema.GroupVersionKind{Group: tc.resource.Group, Version: "v1", Kind: "Event"},
+				"default", "x", tc.resource, tc.sub, admission.Update, nil, false, nil)
+			for name, call := range map[string]func(context.Context, admission.Attributes, admission.ObjectInterfaces) error{
+				"Admit": plugin.Admit, "Validate": plugin.Validate,
+			} {
+				err := call(context.Background(), attrs, nil)
+				switch {
+				case tc.wantErr == nil && err != nil:
+					t.Errorf("%s: unexpected error %v", name, err)
+				case tc.wantErr != nil && !tc.wantErr(err):
+					t.Errorf("%s: got error %v", name, err)
+				}
+			}
+			if worse.Series.State != "" {
+				t.Errorf("ignored request was mutated: state %q", worse.Series.State)
+			}
+		})
+	}
+}

@@ -1,0 +1,363 @@
+package eventseries
+
+import (
+	"context"
+	"errors"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/wait"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/kube-events/events-apiserver/pkg/apis/core"
+	"github.com/kube-events/events-apiserver/pkg/apis/events"
+)
+
+// memoryStore is an in-memory SeriesStore with resourceVersions. Every
+// write it accepts goes through the EventSeries plugin first, as writes
+// through the server's admission chain do.
+type memoryStore struct {
+	mu      sync.Mutex
+	plugin  *Plugin
+	events  map[string]*core.Event
+	lastRV  int
+	lists   int
+	writes  []string
+	listErr error
+	// concurrent runs once, before the store applies the sweeper's write of
+	// that event: another writer that got there first.
+	concurrent map[string]func(s *memoryStore, key string)
+	// failing makes every write of that event fail with the error.
+	failing map[string]error
+}
+
+func newMemoryStore(t *testing.T, plugin *Plugin, stored ...*core.Event) *memoryStore {
+	t.Helper()
+	s := &memoryStore{plugin: plugin, events: map[string]*core.Event{}, concurrent: map[string]func(*memoryStore, string){}, failing: map[string]error{}}
+	for _, e := range stored {
+		s.put(e.DeepCopy())
+	}
+	return s
+}
+
+func eventKey(e *core.Event) string { return e.Namespace + "/" + e.Name }
+
+// put stores e under a new resourceVersion; callers hold mu or own s.
+func (s *memoryStore) put(e *core.Event) {
+	s.lastRV++
+	e.ResourceVersion = strconv.Itoa(s.lastRV)
+	s.events[eventKey(e)] = e
+}
+
+func (s *memoryStore) ListSeries(context.Context) ([]*core.Event, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.lists++
+	if s.listErr != nil {
+		return nil, s.listErr
+	}
+	keys := make([]string, 0, len(s.events))
+	for key := range s.events {
+		keys = append(keys, key)
+	}
+	sort.Strings(keys)
+	list := make([]*core.Event, 0, len(keys))
+	for _, key := range keys {
+		list = append(list, s.events[key].DeepCopy())
+	}
+	return list, nil
+}
+
+func (s *memoryStore) GetEvent(_ context.Context, namespace, name string) (*core.Event, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	stored, ok := s.events[namespace+"/"+name]
+	if !ok {
+		return nil, apierrors.NewNotFound(events.Resource("events"), name)
+	}
+	return stored.DeepCopy(), nil
+}
+
+func (s *memoryStore) UpdateSeriesState(_ context.Context, event *core.Event, state core.EventSeriesState) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	key := eventKey(event)
+	if concurrent, ok := s.concurrent[key]; ok {
+		delete(s.concurrent, key)
+		concurrent(s, key)
+	}
+	if err := s.failing[key]; err != nil {
+		return err
+	}
+	stored, ok := s.events[key]
+	if !ok {
+		return apierrors.NewNotFound(events.Resource("events"), event.Name)
+	}
+	if stored.ResourceVersion != event.ResourceVersion {
+		return apierrors.NewConflict(events.Resource("events"), event.Name, errors.New("the object has been modified"))
+	}
+	updated := stored.DeepCopy()
+	updated.Series.State = state
+	if err := admitAndValidate(s.plugin, events.GroupName, stored.DeepCopy(), updated); err != nil {
+		return err
+	}
+	s.put(updated)
+	s.writes = append(s.writes, key+"="+string(state))
+	return nil
+}
+
+func (s *memoryStore) state(t *testing.T, key string) core.EventSeriesState {
+	t.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	stored, ok := s.events[key]
+	if !ok {
+		t.Fatalf("event %s is gone", key)
+	}
+	if stored.Series == nil {
+		return ""
+	}
+	return stored.Series.State
+}
+
+// stored is an event of the sweeper tests, first observed three hours ago.
+func stored(name string, mods ...func(*core.Event)) *core.Event {
+	return event(append([]func(*core.Event){func(e *core.Event) {
+		e.Name = name
+		e.EventTime = ago(3 * time.Hour)
+	}}, mods...)...)
+}
+
+func TestSweep(t *testing.T) {
+	heartbeat := func(s *memoryStore, key string) {
+		e := s.events[key].DeepCopy()
+		e.Series.Count++
+		e.Series.LastObservedTime = ago(time.Second)
+		s.put(e)
+	}
+	tests := []struct {
+		name       string
+		thresholds Thresholds
+		events     []*core.Event
+		setup      func(*memoryStore)
+		wantMarked int
+		wantStates map[string]core.EventSeriesState
+		wantWrites []string
+		wantErr    string
+	}{
+		{
+			name: "selects only Ongoing series silent for longer than heartbeat and slack",
+			events: []*core.Event{
+				stored("abandoned", series(9, 37*time.Minute, ongoing)),
+				stored("quiet", series(9, 35*time.Minute, ongoing)),
+				stored("at-threshold", series(9, 36*time.Minute, ongoing)),
+				stored("abandoned-without-state", series(9, 40*time.Minute, "")),
+				stored("finished", series(9, 2*time.Hour, finished)),
+				stored("unknown", series(9, 2*time.Hour, unknown)),
+				stored("singleton"),
+			},
+			wantMarked: 2,
+			wantStates: map[string]core.EventSeriesState{
+				"abandoned": unknown, "quiet": ongoing, "at-threshold": ongoing, "abandoned-without-state": unknown,
+				"finished": finished, "unknown": unknown, "singleton": "",
+			},
+			wantWrites: []string{"default/abandoned=Unknown", "default/abandoned-without-state=Unknown"},
+		},
+		{
+			name:       "configured thresholds",
+			thresholds: Thresholds{FinishAfter: time.Minute, HeartbeatInterval: 10 * time.Minute, HeartbeatSlack: time.Minute},
+			events: []*core.Event{
+				stored("abandoned", series(9, 12*time.Minute, ongoing)),
+				stored("quiet", series(9, 10*time.Minute+30*time.Second, ongoing)),
+			},
+			wantMarked: 1,
+			wantStates: map[string]core.EventSeriesState{"abandoned": unknown, "quiet": ongoing},
+			wantWrites: []string{"default/abandoned=Unknown"},
+		},
+		{
+			name:   "heartbeat lands between list and write",
+			events: []*core.Event{stored("revived", series(9, 40*time.Minute, ongoing))},
+			setup: func(s *memoryStore) {
+				s.concurrent["default/revived"] = heartbeat
+			},
+			wantStates: map[string]core.EventSeriesState{"revived": ongoing},
+		},
+		{
+			name:   "unrelated change between list and write",
+			events: []*core.Event{stored("labelled", series(9, 40*time.Minute, ongoing))},
+			setup: func(s *memoryStore) {
+				s.concurrent["default/labelled"] = func(s *memoryStore, key string) {
+					e := s.events[key].DeepCopy()
+					e.Labels = map[string]string{"team": "web"}
+					s.put(e)
+				}
+			},
+			wantMarked: 1,
+			wantStates: map[string]core.EventSeriesState{"labelled": unknown},
+			wantWrites: []string{"default/labelled=Unknown"},
+		},
+		{
+			name:   "reporter finishes the series between list and write",
+			events: []*core.Event{stored("finishing", series(9, 40*time.Minute, ongoing))},
+			setup: func(s *memoryStore) {
+				s.concurrent["default/finishing"] = func(s *memoryStore, key string) {
+					e := s.events[key].DeepCopy()
+					e.Series.State = finished
+					s.put(e)
+				}
+			},
+			wantStates: map[string]core.EventSeriesState{"finishing": finished},
+		},
+		{
+			name: "event expires between list and write",
+			events: []*core.Event{
+				stored("expiring", series(9, 40*time.Minute, ongoing)),
+				stored("abandoned", series(9, 40*time.Minute, ongoing)),
+			},
+			setup: func(s *memoryStore) {
+				s.concurrent["default/expiring"] = func(s *memoryStore, key string) { delete(s.events, key) }
+			},
+			wantMarked: 1,
+			wantStates: map[string]core.EventSeriesState{"abandoned": unknown},
+			wantWrites: []string{"default/abandoned=Unknown"},
+		},
+		{
+			name: "an event that keeps conflicting is given up, the others are swept",
+			events: []*core.Event{
+				stored("busy", series(9, 40*time.Minute, ongoing)),
+				stored("abandoned", series(9, 40*time.Minute, ongoing)),
+			},
+			setup: func(s *memoryStore) {
+				s.failing["default/busy"] = apierrors.NewConflict(events.Resource("events"), "busy", errors.New("the object has been modified"))
+			},
+			wantMarked: 1,
+			wantStates: map[string]core.EventSeriesState{"busy": ongoing, "abandoned": unknown},
+			wantWrites: []string{"default/abandoned=Unknown"},
+			wantErr:    "event default/busy: gave up after 5 conflicting writes",
+		},
+		{
+			name: "a failing write is reported, the others are swept",
+			events: []*core.Event{
+				stored("abandoned", series(9, 40*time.Minute, ongoing)),
+				stored("broken", series(9, 40*time.Minute, ongoing)),
+			},
+			setup: func(s *memoryStore) {
+				s.failing["default/broken"] = apierrors.NewServiceUnavailable("etcd is down")
+			},
+			wantMarked: 1,
+			wantStates: map[string]core.EventSeriesState{"abandoned": unknown, "broken": ongoing},
+			wantWrites: []string{"default/abandoned=Unknown"},
+			wantErr:    "event default/broken: etcd is down",
+		},
+		{
+			name:   "list fails",
+			events: []*core.Event{stored("abandoned", series(9, 40*time.Minute, ongoing))},
+			setup: func(s *memoryStore) {
+				s.listErr = apierrors.NewServiceUnavailable("etcd is down")
+			},
+			wantStates: map[string]core.EventSeriesState{"abandoned": ongoing},
+			wantErr:    "listing event series: etcd is down",
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			thresholds := tc.thresholds
+			if thresholds == (Thresholds{}) {
+				thresholds = DefaultThresholds()
+			}
+			clock := clocktesting.NewFakeClock(now)
+			plugin, err := NewPlugin(thresholds, clock)
+			if err != nil {
+				t.Fatal(err)
+			}
+			store := newMemoryStore(t, plugin, tc.events...)
+			if tc.setup != nil {
+				tc.setup(store)
+			}
+			sweeper, err := NewSweeper(store, thresholds, clock)
+			if err != nil {
+				t.Fatal(err)
+			}
+
+			marked, err := sweeper.Sweep(context.Background())
+			switch {
+			case tc.wantErr == "" && err != nil:
+				t.Errorf("unexpected error: %v", err)
+			case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
+				t.Errorf("got error %v, want one containing %q", err, tc.wantErr)
+			}
+			if marked != tc.wantMarked {
+				t.Errorf("marked %d, want %d", marked, tc.wantMarked)
+			}
+			for name, want := range tc.wantStates {
+				if got := store.state(t, "default/"+name); got != want {
+					t.Errorf("%s: state %q, want %q", name, got, want)
+				}
+			}
+			if strings.Join(store.writes, ",") != strings.Join(tc.wantWrites, ",") {
+				t.Errorf("writes %q, want %q", store.writes, tc.wantWrites)
+			}
+		})
+	}
+}
+
+func TestSweeperRun(t *testing.T) {
+	clock := clocktesting.NewFakeClock(now)
+	plugin, err := NewPlugin(DefaultThresholds(), clock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := newMemoryStore(t, plugin, stored("crashloop", series(9, 35*time.Minute, ongoing)))
+	sweeper, err := NewSweeper(store, DefaultThresholds(), clock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		sweeper.Run(ctx, time.Minute)
+	}()
+
+	waitFor := func(what string, cond func() bool) {
+		t.Helper()
+		err := wait.PollUntilContextTimeout(context.Background(), time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+			store.mu.Lock()
+			defer store.mu.Unlock()
+			return cond(), nil
+		})
+		if err != nil {
+			t.Fatalf("waiting for %s: %v", what, err)
+		}
+	}
+	waitFor("the first sweep at start", func() bool { return store.lists == 1 })
+	if got := store.state(t, "default/crashloop"); got != ongoing {
+		t.Fatalf("state %q after the first sweep, want Ongoing: 35m is within heartbeat and slack", got)
+	}
+
+	clock.Step(2 * time.Minute)
+	waitFor("the sweep one interval later", func() bool { return store.lists == 2 && len(store.writes) == 1 })
+	if got := store.state(t, "default/crashloop"); got != unknown {
+		t.Errorf("state %q after 37m of silence, want Unknown", got)
+	}
+
+	cancel()
+	clock.Step(time.Minute)
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not return after its context was cancelled")
+	}
+}
+
+func TestNewSweeperRejectsInvalidThresholds(t *testing.T) {
+	_, err := NewSweeper(nil, Thresholds{FinishAfter: time.Minute, HeartbeatInterval: time.Minute, HeartbeatSlack: -time.Minute}, clocktesting.NewFakeClock(now))
+	if err == nil || !strings.Contains(err.Error(), "heartbeatSlack") {
+		t.Errorf("got %v, want an error about heartbeatSlack", err)
+	}
+}
