@@ -1,0 +1,209 @@
+package app
+
+import (
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"time"
+
+	genericapiserver "k8s.io/apiserver/pkg/server"
+	"k8s.io/apiserver/pkg/server/dynamiccertificates"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	basecompatibility "k8s.io/component-base/compatibility"
+
+	"github.com/kube-events/events-apiserver/pkg/apiserver"
+	"github.com/kube-events/events-apiserver/pkg/apiserver/standalone"
+	"github.com/kube-events/events-apiserver/pkg/embedded/pki"
+)
+
+// Config builds the server configuration from completed and validated
+// options. With the embedded etcd, Run must have started it first (Config
+// is then called by Run); with --etcd-servers, Config can be called alone.
+func (o *Options) Config() (*apiserver.Config, error) {
+	if !o.completed {
+		return nil, errors.New("options must be completed before Config")
+	}
+	r := o.Recommended
+	if len(r.Etcd.StorageConfig.Transport.ServerList) == 0 {
+		return nil, errors.New("no etcd servers: set --etcd-servers, or use Run, which starts the embedded etcd")
+	}
+
+	var creds *standaloneCredentials
+	if o.standalone {
+		var err error
+		if creds, err = ensureStandaloneCredentials(filepath.Join(o.DataDir, "pki"), o.servingHosts(), time.Now()); err != nil {
+			return nil, fmt.Errorf("standalone certificates in %s: %w", o.DataDir, err)
+		}
+		if r.SecureServing.ServerCert.CertKey.CertFile == "" && r.SecureServing.ServerCert.CertKey.KeyFile == "" {
+			r.SecureServing.ServerCert.CertKey.CertFile = creds.serving.CertFile
+			r.SecureServing.ServerCert.CertKey.KeyFile = creds.serving.KeyFile
+		}
+	} else if err := r.SecureServing.MaybeDefaultWithSelfSignedCerts("localhost", nil, []net.IP{net.IPv4(127, 0, 0, 1)}); err != nil {
+		return nil, fmt.Errorf("creating self-signed serving certificates: %w", err)
+	}
+
+	cfg := genericapiserver.NewRecommendedConfig(apiserver.Codecs)
+	cfg.EffectiveVersion = o.ComponentGlobals.EffectiveVersionFor(basecompatibility.DefaultKubeComponent)
+	cfg.FeatureGate = o.ComponentGlobals.FeatureGateFor(basecompatibility.DefaultKubeComponent)
+	// OpenAPI first: authentication adds its security definitions to it.
+	apiserver.ApplyOpenAPIConfig(cfg)
+
+	// The same steps as RecommendedOptions.ApplyTo, but with the events
+	// storage factory, and without the core API when standalone.
+	storageConfig := r.Etcd.StorageConfig
+	if storageConfig.StorageObjectCountTracker == nil {
+		storageConfig.StorageObjectCountTracker = cfg.StorageObjectCountTracker
+	}
+	factory := apiserver.NewStorageFactory(storageConfig, r.Etcd.DefaultStorageMediaType, cfg.EffectiveVersion)
+	if err := r.Etcd.ApplyWithStorageFactoryTo(factory, &cfg.Config); err != nil {
+		return nil, err
+	}
+	if err := r.EgressSelector.ApplyTo(&cfg.Config); err != nil {
+		return nil, err
+	}
+	if err := r.Traces.ApplyTo(cfg.EgressSelector, &cfg.Config); err != nil {
+		return nil, err
+	}
+	if err := r.SecureServing.ApplyToConfig(&cfg.Config); err != nil {
+		return nil, err
+	}
+	if o.standalone {
+		if err := applyStandaloneAuth(cfg, creds, r.Authentication.ClientCert.ClientCA); err != nil {
+			return nil, err
+		}
+	} else {
+		if err := r.Authentication.ApplyTo(&cfg.Authentication, cfg.SecureServing, cfg.OpenAPIConfig); err != nil {
+			return nil, err
+		}
+		if err := r.Authorization.ApplyTo(&cfg.Authorization); err != nil {
+			return nil, err
+		}
+	}
+	if err := r.Audit.ApplyTo(&cfg.Config); err != nil {
+		return nil, err
+	}
+
+	var kubeClient kubernetes.Interface
+	var dynamicClient dynamic.Interface
+	if !o.standalone {
+		if err := r.CoreAPI.ApplyTo(cfg); err != nil {
+			return nil, err
+		}
+		var err error
+		if kubeClient, err = kubernetes.NewForConfig(cfg.ClientConfig); err != nil {
+			return nil, err
+		}
+		if dynamicClient, err = dynamic.NewForConfig(cfg.ClientConfig); err != nil {
+			return nil, err
+		}
+	}
+	if err := r.Features.ApplyTo(&cfg.Config, kubeClient, cfg.SharedInformerFactory); err != nil {
+		return nil, err
+	}
+	if !o.standalone {
+		initializers, err := r.ExtraAdmissionInitializers(cfg)
+		if err != nil {
+			return nil, err
+		}
+		if err := r.Admission.ApplyTo(&cfg.Config, cfg.SharedInformerFactory, kubeClient, dynamicClient,
+			r.FeatureGate, cfg.EffectiveVersion, initializers...); err != nil {
+			return nil, err
+		}
+	}
+
+	return &apiserver.Config{
+		GenericConfig: cfg,
+		ExtraConfig:   apiserver.ExtraConfig{EventTTL: o.EventTTL},
+	}, nil
+}
+
+// applyStandaloneAuth authenticates client certificates signed by the
+// generated client CA (and by --client-ca-file, if given) and authorizes
+// with the standalone rule.
+func applyStandaloneAuth(cfg *genericapiserver.RecommendedConfig, creds *standaloneCredentials, extraClientCAFile string) error {
+	clientCA, err := dynamiccertificates.NewDynamicCAContentFromFile("standalone-client-ca", creds.clientCA.CertFile)
+	if err != nil {
+		return err
+	}
+	var provider dynamiccertificates.CAContentProvider = clientCA
+	if extraClientCAFile != "" {
+		extra, err := dynamiccertificates.NewDynamicCAContentFromFile("client-ca-file", extraClientCAFile)
+		if err != nil {
+			return err
+		}
+		provider = dynamiccertificates.NewUnionCAContentProvider(clientCA, extra)
+	}
+	if err := cfg.Authentication.ApplyClientCert(provider, cfg.SecureServing); err != nil {
+		return err
+	}
+	if cfg.Authentication.Authenticator, err = standalone.NewAuthenticator(provider); err != nil {
+		return err
+	}
+	cfg.Authorization.Authorizer = standalone.Authorizer{}
+	return nil
+}
+
+// servingHosts are the names the standalone serving certificate is for:
+// loopback, this host's name, and the bind address if it is a specific one.
+func (o *Options) servingHosts() []string {
+	hosts := []string{"localhost", "127.0.0.1", "::1"}
+	if name, err := os.Hostname(); err == nil && name != "" {
+		hosts = append(hosts, name)
+	}
+	if ip := o.Recommended.SecureServing.BindAddress; ip != nil && !ip.IsUnspecified() && !ip.IsLoopback() {
+		hosts = append(hosts, ip.String())
+	}
+	return hosts
+}
+
+// standaloneCredentials are the files a standalone server generates once
+// in <data-dir>/pki and reuses: the serving CA and certificate, the client
+// CA and the admin's client certificate.
+type standaloneCredentials struct {
+	servingCA *pki.CA
+	serving   pki.KeyPair
+	clientCA  *pki.CA
+	admin     pki.KeyPair
+}
+
+// AdminUser and AdminGroup are the identity in the generated kubeconfig.
+const (
+	AdminUser  = "events-admin"
+	AdminGroup = standalone.AdminGroup
+)
+
+func ensureStandaloneCredentials(dir string, hosts []string, now time.Time) (*standaloneCredentials, error) {
+	servingCA, err := pki.EnsureCA(dir, "ca", "events-apiserver-ca", now)
+	if err != nil {
+		return nil, err
+	}
+	spec := pki.Spec{CommonName: "events-apiserver", Usages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
+	for _, h := range hosts {
+		if ip := net.ParseIP(h); ip != nil {
+			spec.IPs = append(spec.IPs, ip)
+		} else {
+			spec.DNSNames = append(spec.DNSNames, h)
+		}
+	}
+	serving, err := servingCA.EnsureCert(dir, "serving", spec, now)
+	if err != nil {
+		return nil, err
+	}
+	clientCA, err := pki.EnsureCA(dir, "client-ca", "events-apiserver-client-ca", now)
+	if err != nil {
+		return nil, err
+	}
+	admin, err := clientCA.EnsureCert(dir, "admin", pki.Spec{
+		CommonName:   AdminUser,
+		Organization: []string{AdminGroup},
+		Usages:       []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	}, now)
+	if err != nil {
+		return nil, err
+	}
+	return &standaloneCredentials{servingCA: servingCA, serving: serving, clientCA: clientCA, admin: admin}, nil
+}

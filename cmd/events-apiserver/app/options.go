@@ -1,0 +1,270 @@
+package app
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/spf13/pflag"
+	utilerrors "k8s.io/apimachinery/pkg/util/errors"
+	genericoptions "k8s.io/apiserver/pkg/server/options"
+	"k8s.io/apiserver/pkg/util/compatibility"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	cliflag "k8s.io/component-base/cli/flag"
+	basecompatibility "k8s.io/component-base/compatibility"
+	logsapi "k8s.io/component-base/logs/api/v1"
+
+	corev1 "github.com/kube-events/events-apiserver/pkg/apis/core/v1"
+	"github.com/kube-events/events-apiserver/pkg/apiserver"
+)
+
+// DefaultSecurePort is where the server listens unless told otherwise; an
+// unprivileged port, so that it runs as any user.
+const DefaultSecurePort = 8443
+
+// DefaultDataDir is where a server started without --data-dir keeps its
+// embedded etcd, certificates and kubeconfig.
+const DefaultDataDir = "events-apiserver-data"
+
+// Options are everything the events-apiserver command line sets.
+//
+// Two independent choices are made from them in Complete:
+//
+//   - Storage: with --etcd-servers the server uses that etcd; without, it
+//     runs an embedded etcd in <data-dir>/etcd (see pkg/embedded/etcd).
+//   - Authentication and authorization: --standalone, if given, decides.
+//     Otherwise the server is standalone exactly when it has no
+//     kube-apiserver to delegate to: none of --authentication-kubeconfig,
+//     --authorization-kubeconfig and --kubeconfig is set and it does not run
+//     in a cluster (KUBERNETES_SERVICE_HOST is unset). Standalone, it
+//     authenticates client certificates against its own client CA and
+//     authorizes with the fixed rule of pkg/apiserver/standalone; it serves
+//     on 127.0.0.1 unless --bind-address says otherwise, and writes an
+//     admin kubeconfig to <data-dir>/kubeconfig once ready. Delegated, it
+//     is an aggregated API server: authentication through TokenReview and
+//     the front proxy's request headers, authorization through
+//     SubjectAccessReview, admission through the cluster's webhooks.
+type Options struct {
+	// Recommended are the generic API server options: etcd, serving,
+	// authentication, authorization, audit, features, admission...
+	Recommended *genericoptions.RecommendedOptions
+	// Logs configures logging (component-base logs).
+	Logs *logsapi.LoggingConfiguration
+	// ComponentGlobals holds the effective version and the feature gates.
+	ComponentGlobals basecompatibility.ComponentGlobalsRegistry
+
+	// DataDir holds the embedded etcd, the generated certificates and the
+	// admin kubeconfig.
+	DataDir string
+	// EventTTL is how long an event lives after its last write.
+	EventTTL time.Duration
+	// Standalone, when non-nil, forces the authentication mode; nil means
+	// decide as described on Options.
+	Standalone *bool
+	// EmbeddedEtcdLogLevel is the embedded etcd's log level.
+	EmbeddedEtcdLogLevel string
+
+	flags     *cliflag.NamedFlagSets
+	completed bool
+	// standalone and embeddedEtcd are the decisions Complete made.
+	standalone   bool
+	embeddedEtcd bool
+	ready        chan struct{}
+}
+
+// NewOptions returns the default options.
+func NewOptions() *Options {
+	o := &Options{
+		Recommended: genericoptions.NewRecommendedOptions(apiserver.DefaultEtcdPathPrefix,
+			apiserver.Codecs.LegacyCodec(corev1.SchemeGroupVersion)),
+		Logs:                 logsapi.NewLoggingConfiguration(),
+		ComponentGlobals:     compatibility.DefaultComponentGlobalsRegistry,
+		DataDir:              DefaultDataDir,
+		EventTTL:             apiserver.DefaultEventTTL,
+		EmbeddedEtcdLogLevel: "warn",
+		ready:                make(chan struct{}),
+	}
+	o.Recommended.Etcd.DefaultStorageMediaType = apiserver.StorageMediaType
+	o.Recommended.SecureServing.BindPort = DefaultSecurePort
+	_, _ = o.ComponentGlobals.ComponentGlobalsOrRegister(basecompatibility.DefaultKubeComponent,
+		compatibility.DefaultBuildEffectiveVersion(), utilfeature.DefaultMutableFeatureGate)
+	return o
+}
+
+// Flags returns the command line flags, in named sections for --help.
+// Calling it again returns the same flag sets.
+func (o *Options) Flags() cliflag.NamedFlagSets {
+	if o.flags != nil {
+		return *o.flags
+	}
+	fss := cliflag.NamedFlagSets{}
+
+	fs := fss.FlagSet("events")
+	fs.StringVar(&o.DataDir, "data-dir", o.DataDir, "Directory for the embedded etcd's data, the generated certificates and the admin kubeconfig. Reused on restart.")
+	fs.DurationVar(&o.EventTTL, "event-ttl", o.EventTTL, "How long an event is kept after its last create or update; whole seconds, at least 1s.")
+	fs.Var(&optionalBool{&o.Standalone}, "standalone", "Authenticate with the server's own client CA and authorize with its fixed rule instead of delegating to a kube-apiserver. "+
+		"Defaults to true when none of --authentication-kubeconfig, --authorization-kubeconfig and --kubeconfig is set and the server does not run in a cluster.")
+	fs.Lookup("standalone").NoOptDefVal = "true"
+	fs.StringVar(&o.EmbeddedEtcdLogLevel, "embedded-etcd-log-level", o.EmbeddedEtcdLogLevel, "Log level of the embedded etcd (debug, info, warn, error); used without --etcd-servers.")
+
+	r := o.Recommended
+	r.Etcd.AddFlags(fss.FlagSet("etcd"))
+	r.SecureServing.AddFlags(fss.FlagSet("secure serving"))
+	r.Authentication.AddFlags(fss.FlagSet("authentication"))
+	r.Authorization.AddFlags(fss.FlagSet("authorization"))
+	r.Audit.AddFlags(fss.FlagSet("auditing"))
+	r.Features.AddFlags(fss.FlagSet("features"))
+	r.CoreAPI.AddFlags(fss.FlagSet("core api"))
+	r.Admission.AddFlags(fss.FlagSet("admission"))
+	r.EgressSelector.AddFlags(fss.FlagSet("egress selector"))
+	r.Traces.AddFlags(fss.FlagSet("traces"))
+	o.ComponentGlobals.AddFlags(fss.FlagSet("generic"))
+	logsapi.AddFlags(o.Logs, fss.FlagSet("logs"))
+
+	o.flags = &fss
+	return fss
+}
+
+// AddFlags adds every flag to fs.
+func (o *Options) AddFlags(fs *pflag.FlagSet) {
+	for _, f := range o.Flags().FlagSets {
+		fs.AddFlagSet(f)
+	}
+}
+
+// changed tells whether the flag was set on the command line.
+func (o *Options) changed(name string) bool {
+	if o.flags == nil {
+		return false
+	}
+	for _, fs := range o.flags.FlagSets {
+		if f := fs.Lookup(name); f != nil {
+			return f.Changed
+		}
+	}
+	return false
+}
+
+// Complete fills in what follows from the flags: the effective version and
+// feature gates, whether the server is standalone, whether it embeds etcd,
+// and the defaults those imply. It can be called more than once.
+func (o *Options) Complete() error {
+	if o.completed {
+		return nil
+	}
+	if err := o.ComponentGlobals.Set(); err != nil {
+		return err
+	}
+	if o.DataDir != "" {
+		abs, err := filepath.Abs(o.DataDir)
+		if err != nil {
+			return err
+		}
+		o.DataDir = abs
+	}
+
+	r := o.Recommended
+	o.embeddedEtcd = len(r.Etcd.StorageConfig.Transport.ServerList) == 0
+	if o.Standalone != nil {
+		o.standalone = *o.Standalone
+	} else {
+		o.standalone = r.Authentication.RemoteKubeConfigFile == "" &&
+			r.Authorization.RemoteKubeConfigFile == "" &&
+			r.CoreAPI.CoreAPIKubeconfigPath == "" &&
+			os.Getenv("KUBERNETES_SERVICE_HOST") == ""
+	}
+
+	if o.standalone {
+		// Nobody else is there: serve on loopback unless asked not to, and
+		// use neither the core API (admission, priority and fairness) nor
+		// garbage collection, which needs kube's garbage collector.
+		if !o.changed("bind-address") {
+			r.SecureServing.BindAddress = net.IPv4(127, 0, 0, 1)
+		}
+		r.Features.EnablePriorityAndFairness = false
+		if !o.changed("enable-garbage-collector") {
+			r.Etcd.EnableGarbageCollection = false
+		}
+	} else if !o.changed("cert-dir") && o.DataDir != "" {
+		r.SecureServing.ServerCert.CertDirectory = filepath.Join(o.DataDir, "serving-certs")
+	}
+	o.completed = true
+	return nil
+}
+
+// Validate reports every invalid option at once.
+func (o *Options) Validate() error {
+	var errs []error
+	r := o.Recommended
+
+	etcd := r.Etcd
+	if o.embeddedEtcd {
+		// The embedded etcd will supply --etcd-servers; validate the rest.
+		copied := *etcd
+		copied.StorageConfig.Transport.ServerList = []string{"https://127.0.0.1:2379"}
+		etcd = &copied
+	}
+	errs = append(errs, etcd.Validate()...)
+	errs = append(errs, r.SecureServing.Validate()...)
+	errs = append(errs, r.Authentication.Validate()...)
+	errs = append(errs, r.Authorization.Validate()...)
+	errs = append(errs, r.Audit.Validate()...)
+	errs = append(errs, r.Features.Validate()...)
+	errs = append(errs, r.CoreAPI.Validate()...)
+	errs = append(errs, r.Admission.Validate()...)
+	errs = append(errs, r.EgressSelector.Validate()...)
+	errs = append(errs, r.Traces.Validate()...)
+	errs = append(errs, o.ComponentGlobals.Validate()...)
+
+	if o.EventTTL < time.Second {
+		errs = append(errs, fmt.Errorf("--event-ttl must be at least 1s, got %v", o.EventTTL))
+	}
+	if (o.embeddedEtcd || o.standalone) && o.DataDir == "" {
+		errs = append(errs, errors.New("--data-dir is required for the embedded etcd and for standalone mode"))
+	}
+	if r.SecureServing.BindPort <= 0 && r.SecureServing.Listener == nil {
+		errs = append(errs, errors.New("--secure-port must be set: the server serves https only"))
+	}
+	return utilerrors.NewAggregate(errs)
+}
+
+// StandaloneMode tells whether Complete chose standalone authentication.
+func (o *Options) StandaloneMode() bool { return o.standalone }
+
+// EmbeddedEtcd tells whether Complete chose the embedded etcd.
+func (o *Options) EmbeddedEtcd() bool { return o.embeddedEtcd }
+
+// KubeconfigPath is where a standalone server writes its admin kubeconfig.
+func (o *Options) KubeconfigPath() string { return filepath.Join(o.DataDir, "kubeconfig") }
+
+// Ready is closed once the server answers /readyz with ok and, when
+// standalone, has written KubeconfigPath. In-process tests wait on it.
+func (o *Options) Ready() <-chan struct{} { return o.ready }
+
+// optionalBool is a boolean flag that remembers whether it was given.
+type optionalBool struct{ v **bool }
+
+func (b *optionalBool) String() string {
+	if *b.v == nil {
+		return "auto"
+	}
+	return strconv.FormatBool(**b.v)
+}
+
+func (b *optionalBool) Set(s string) error {
+	v, err := strconv.ParseBool(s)
+	if err != nil {
+		return err
+	}
+	*b.v = &v
+	return nil
+}
+
+func (b *optionalBool) Type() string { return "bool" }
+
+// IsBoolFlag lets --standalone stand alone, without =true.
+func (b *optionalBool) IsBoolFlag() bool { return true }

@@ -1,0 +1,242 @@
+// Package app is the events-apiserver command: options, configuration and
+// the run loop, in the shape of kube-apiserver's and sample-apiserver's.
+package app
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/cobra"
+	genericapiserver "k8s.io/apiserver/pkg/server"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	cliflag "k8s.io/component-base/cli/flag"
+	"k8s.io/component-base/cli/globalflag"
+	"k8s.io/component-base/logs"
+	logsapi "k8s.io/component-base/logs/api/v1"
+	"k8s.io/component-base/term"
+	"k8s.io/component-base/version/verflag"
+	"k8s.io/klog/v2"
+
+	"github.com/kube-events/events-apiserver/pkg/apiserver"
+	"github.com/kube-events/events-apiserver/pkg/embedded/etcd"
+	"github.com/kube-events/events-apiserver/pkg/embedded/kubeconfig"
+)
+
+func init() {
+	if err := logsapi.AddFeatureGates(utilfeature.DefaultMutableFeatureGate); err != nil {
+		panic(err)
+	}
+}
+
+// NewCommand returns the events-apiserver command, running until ctx ends.
+func NewCommand(ctx context.Context) *cobra.Command {
+	o := NewOptions()
+	cmd := &cobra.Command{
+		Use:   "events-apiserver",
+		Short: "Serve Kubernetes Events through core/v1, events.k8s.io/v1beta1 and events.k8s.io/v1 from one TTL'd etcd store",
+		Long: `events-apiserver serves Kubernetes Events through /api/v1, events.k8s.io/v1beta1
+and events.k8s.io/v1, all backed by one etcd store in which every event expires
+--event-ttl after its last write.
+
+Started with only --data-dir and --secure-port, it runs an embedded etcd,
+generates its certificates, authenticates client certificates, and writes an
+admin kubeconfig to <data-dir>/kubeconfig once it is ready. In a cluster it is
+an aggregated API server delegating authentication and authorization to the
+kube-apiserver.`,
+		SilenceUsage: true,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			verflag.PrintAndExitIfRequested()
+			if err := logsapi.ValidateAndApply(o.Logs, utilfeature.DefaultFeatureGate); err != nil {
+				return err
+			}
+			cliflag.PrintFlags(cmd.Flags())
+			return Run(cmd.Context(), o)
+		},
+		Args: func(cmd *cobra.Command, args []string) error {
+			for _, arg := range args {
+				if len(arg) > 0 {
+					return fmt.Errorf("%q does not take any arguments, got %q", cmd.CommandPath(), args)
+				}
+			}
+			return nil
+		},
+	}
+	cmd.SetContext(ctx)
+
+	fss := o.Flags()
+	verflag.AddFlags(fss.FlagSet("global"))
+	globalflag.AddGlobalFlags(fss.FlagSet("global"), cmd.Name(), logs.SkipLoggingConfigurationFlags())
+	for _, f := range fss.FlagSets {
+		cmd.Flags().AddFlagSet(f)
+	}
+	cols, _, _ := term.TerminalSize(cmd.OutOrStdout())
+	cliflag.SetUsageAndHelpFunc(cmd, fss, cols)
+	return cmd
+}
+
+// Run completes and validates o, starts the embedded etcd if o has no etcd
+// servers, and serves until ctx ends or the server fails. Once the server
+// is ready it writes the admin kubeconfig (standalone) and closes o.Ready().
+func Run(ctx context.Context, o *Options) error {
+	if err := o.Complete(); err != nil {
+		return err
+	}
+	if err := o.Validate(); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+
+	if o.embeddedEtcd {
+		server, err := etcd.Start(ctx, etcd.Config{Dir: filepath.Join(o.DataDir, "etcd"), LogLevel: o.EmbeddedEtcdLogLevel})
+		if err != nil {
+			return err
+		}
+		// Stops after the API server has stopped using it.
+		defer server.Close()
+		go func() {
+			select {
+			case err := <-server.Err():
+				if err != nil {
+					cancel(fmt.Errorf("embedded etcd failed: %w", err))
+				}
+			case <-ctx.Done():
+			}
+		}()
+		transport := &o.Recommended.Etcd.StorageConfig.Transport
+		transport.ServerList = []string{server.ClientURL}
+		transport.TrustedCAFile = server.TrustedCAFile
+		transport.CertFile = server.CertFile
+		transport.KeyFile = server.KeyFile
+		klog.InfoS("Embedded etcd serving", "url", server.ClientURL, "dir", filepath.Join(o.DataDir, "etcd"))
+	}
+
+	if o.standalone {
+		// The kubeconfig appears only while the server is ready: it is
+		// written once /readyz is ok and removed when the server stops.
+		if err := os.Remove(o.KubeconfigPath()); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+	}
+
+	config, err := o.Config()
+	if err != nil {
+		return err
+	}
+	server, err := config.Complete().New()
+	if err != nil {
+		return err
+	}
+	server.GenericAPIServer.AddPostStartHookOrDie("events-apiserver-announce-ready", func(hook genericapiserver.PostStartHookContext) error {
+		go o.announceReady(hook, config)
+		return nil
+	})
+
+	err = server.GenericAPIServer.PrepareRun().RunWithContext(ctx)
+	if o.standalone {
+		// A kubeconfig left behind would point scripts at a server that is gone.
+		if rmErr := os.Remove(o.KubeconfigPath()); rmErr != nil && !errors.Is(rmErr, os.ErrNotExist) {
+			klog.ErrorS(rmErr, "Removing the admin kubeconfig failed", "path", o.KubeconfigPath())
+		}
+	}
+	if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
+		return cause
+	}
+	return err
+}
+
+// announceReady waits until the server's own /readyz says ok, then writes
+// the admin kubeconfig (standalone) and closes o.Ready().
+func (o *Options) announceReady(hook genericapiserver.PostStartHookContext, config *apiserver.Config) {
+	if err := waitReady(hook, hook.LoopbackClientConfig.Host, hook.LoopbackClientConfig.BearerToken,
+		hook.LoopbackClientConfig.TLSClientConfig.CAData, hook.LoopbackClientConfig.TLSClientConfig.ServerName); err != nil {
+		klog.ErrorS(err, "Server never became ready")
+		return
+	}
+	if o.standalone {
+		if err := o.writeKubeconfig(config); err != nil {
+			klog.ErrorS(err, "Writing the admin kubeconfig failed", "path", o.KubeconfigPath())
+			return
+		}
+		klog.InfoS("Ready; admin kubeconfig written", "path", o.KubeconfigPath())
+	} else {
+		klog.InfoS("Ready")
+	}
+	close(o.ready)
+}
+
+// waitReady polls host/readyz with the loopback credentials until it
+// answers 200, or the server stops.
+func waitReady(hook genericapiserver.PostStartHookContext, host, token string, caData []byte, serverName string) error {
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(caData)
+	client := &http.Client{
+		Timeout:   5 * time.Second,
+		Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, ServerName: serverName, MinVersion: tls.VersionTLS12}},
+	}
+	defer client.CloseIdleConnections()
+	ticker := time.NewTicker(100 * time.Millisecond)
+	defer ticker.Stop()
+	for {
+		req, err := http.NewRequestWithContext(hook, http.MethodGet, host+"/readyz", nil)
+		if err != nil {
+			return err
+		}
+		req.Header.Set("Authorization", "Bearer "+token)
+		if resp, err := client.Do(req); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		select {
+		case <-hook.Done():
+			return hook.Err()
+		case <-ticker.C:
+		}
+	}
+}
+
+// writeKubeconfig writes the admin kubeconfig for the port the server
+// actually listens on.
+func (o *Options) writeKubeconfig(config *apiserver.Config) error {
+	creds, err := ensureStandaloneCredentials(filepath.Join(o.DataDir, "pki"), o.servingHosts(), time.Now())
+	if err != nil {
+		return err
+	}
+	_, port, err := net.SplitHostPort(config.GenericConfig.SecureServing.Listener.Addr().String())
+	if err != nil {
+		return err
+	}
+	host := "127.0.0.1"
+	if ip := o.Recommended.SecureServing.BindAddress; ip != nil && !ip.IsUnspecified() && !ip.IsLoopback() {
+		host = ip.String()
+	}
+	certPEM, err := creds.admin.CertPEM()
+	if err != nil {
+		return err
+	}
+	keyPEM, err := creds.admin.KeyPEM()
+	if err != nil {
+		return err
+	}
+	var caData []byte
+	if o.Recommended.SecureServing.ServerCert.CertKey.CertFile == creds.serving.CertFile {
+		caData = creds.servingCA.CertPEM()
+	}
+	return kubeconfig.Write(o.KubeconfigPath(), kubeconfig.Config{
+		Name:           "events-apiserver",
+		Server:         "https://" + net.JoinHostPort(host, port),
+		CAData:         caData,
+		ClientCertData: certPEM,
+		ClientKeyData:  keyPEM,
+	})
+}

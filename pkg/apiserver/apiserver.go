@@ -1,0 +1,108 @@
+// Package apiserver assembles the events API server: one events store
+// installed under the legacy core group (/api/v1) and under events.k8s.io
+// v1beta1 and v1, on a generic API server from k8s.io/apiserver.
+package apiserver
+
+import (
+	"fmt"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apiserver/pkg/registry/rest"
+	genericapiserver "k8s.io/apiserver/pkg/server"
+
+	"github.com/kube-events/events-apiserver/pkg/apis/core"
+	corev1 "github.com/kube-events/events-apiserver/pkg/apis/core/v1"
+	"github.com/kube-events/events-apiserver/pkg/apis/events"
+	eventsv1 "github.com/kube-events/events-apiserver/pkg/apis/events/v1"
+	eventsv1beta1 "github.com/kube-events/events-apiserver/pkg/apis/events/v1beta1"
+	eventregistry "github.com/kube-events/events-apiserver/pkg/registry/event"
+)
+
+// DefaultEventTTL is how long an event lives after its last write unless
+// configured otherwise; kube-apiserver's --event-ttl default.
+const DefaultEventTTL = time.Hour
+
+// eventsGroupPriority is kube-apiserver's group priority for events.k8s.io.
+const eventsGroupPriority = 17750
+
+// ExtraConfig is the configuration specific to the events server.
+type ExtraConfig struct {
+	// EventTTL is the lease every create and update puts an event under.
+	EventTTL time.Duration
+}
+
+// Config is the generic server configuration plus ExtraConfig. Its
+// GenericConfig.RESTOptionsGetter must come from a storage factory made by
+// NewStorageFactory, so that every API version shares one etcd key space.
+type Config struct {
+	GenericConfig *genericapiserver.RecommendedConfig
+	ExtraConfig   ExtraConfig
+}
+
+// EventsServer is the running events API server.
+type EventsServer struct {
+	GenericAPIServer *genericapiserver.GenericAPIServer
+	// Events is the one store behind every served version.
+	Events *eventregistry.REST
+}
+
+type completedConfig struct {
+	GenericConfig genericapiserver.CompletedConfig
+	ExtraConfig   *ExtraConfig
+}
+
+// CompletedConfig is a Config on which Complete has been called.
+type CompletedConfig struct {
+	*completedConfig
+}
+
+// Complete fills in defaults that can be derived from the rest of the
+// configuration. It mutates the receiver.
+func (cfg *Config) Complete() CompletedConfig {
+	if cfg.ExtraConfig.EventTTL == 0 {
+		cfg.ExtraConfig.EventTTL = DefaultEventTTL
+	}
+	return CompletedConfig{&completedConfig{
+		GenericConfig: cfg.GenericConfig.Complete(),
+		ExtraConfig:   &cfg.ExtraConfig,
+	}}
+}
+
+// New builds the server: one events store, installed as /api/v1 events and
+// as events.k8s.io/v1beta1 and v1 events.
+func (c CompletedConfig) New() (*EventsServer, error) {
+	genericServer, err := c.GenericConfig.New("events-apiserver", genericapiserver.NewEmptyDelegate())
+	if err != nil {
+		return nil, err
+	}
+
+	store, err := eventregistry.NewREST(Scheme, c.GenericConfig.RESTOptionsGetter, c.ExtraConfig.EventTTL)
+	if err != nil {
+		return nil, fmt.Errorf("creating the events store: %w", err)
+	}
+
+	legacy := genericapiserver.NewDefaultAPIGroupInfo(core.GroupName, Scheme, ParameterCodec, Codecs)
+	legacy.VersionedResourcesStorageMap[corev1.SchemeGroupVersion.Version] = map[string]rest.Storage{"events": store}
+	if err := genericServer.InstallLegacyAPIGroup(genericapiserver.DefaultLegacyAPIPrefix, &legacy); err != nil {
+		return nil, fmt.Errorf("installing /api/v1 events: %w", err)
+	}
+
+	group := genericapiserver.NewDefaultAPIGroupInfo(events.GroupName, Scheme, ParameterCodec, Codecs)
+	group.VersionedResourcesStorageMap[eventsv1beta1.SchemeGroupVersion.Version] = map[string]rest.Storage{"events": store}
+	group.VersionedResourcesStorageMap[eventsv1.SchemeGroupVersion.Version] = map[string]rest.Storage{"events": store}
+	if err := genericServer.InstallAPIGroup(&group); err != nil {
+		return nil, fmt.Errorf("installing events.k8s.io events: %w", err)
+	}
+	// Aggregated discovery orders versions by their own priorities, not by
+	// the scheme's; give it the scheme's order, so that both discovery
+	// formats name the same preferred version.
+	if manager := genericServer.AggregatedDiscoveryGroupManager; manager != nil {
+		for i, gv := range group.PrioritizedVersions {
+			manager.SetGroupVersionPriority(metav1.GroupVersion{Group: gv.Group, Version: gv.Version},
+				eventsGroupPriority, len(group.PrioritizedVersions)-i)
+		}
+	}
+
+	return &EventsServer{GenericAPIServer: genericServer, Events: store}, nil
+}

@@ -1,0 +1,42 @@
+package apiserver
+
+import (
+	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+
+	coreinstall "github.com/kube-events/events-apiserver/pkg/apis/core/install"
+	eventsinstall "github.com/kube-events/events-apiserver/pkg/apis/events/install"
+)
+
+var (
+	// Scheme knows the internal Event, core/v1, events.k8s.io/v1beta1 and
+	// v1, and the meta types every API server serves.
+	Scheme = runtime.NewScheme()
+	// Codecs serializes Scheme's types as JSON, YAML, protobuf and CBOR.
+	Codecs = serializer.NewCodecFactory(Scheme)
+	// ParameterCodec decodes query parameters into options types.
+	ParameterCodec = runtime.NewParameterCodec(Scheme)
+)
+
+func init() {
+	coreinstall.Install(Scheme)
+	eventsinstall.Install(Scheme)
+	utilruntime.Must(metainternalversion.AddToScheme(Scheme))
+
+	// Options types (ListOptions, GetOptions, ...) in the unversioned v1
+	// group that generic handlers decode request parameters into, and the
+	// unversioned Status and discovery types.
+	unversioned := schema.GroupVersion{Group: "", Version: "v1"}
+	metav1.AddToGroupVersion(Scheme, unversioned)
+	Scheme.AddUnversionedTypes(unversioned,
+		&metav1.Status{},
+		&metav1.APIVersions{},
+		&metav1.APIGroupList{},
+		&metav1.APIGroup{},
+		&metav1.APIResourceList{},
+	)
+}

@@ -1,0 +1,163 @@
+// Package event is the registry of the internal Event: the strategy that
+// validates and prepares writes, the selectable fields that list and watch
+// filter on, the table printer, and the etcd-backed store with a TTL. One
+// store serves core/v1, events.k8s.io/v1beta1 and events.k8s.io/v1.
+package event
+
+import (
+	"context"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
+	"k8s.io/apiserver/pkg/registry/generic"
+	"k8s.io/apiserver/pkg/registry/rest"
+	"k8s.io/apiserver/pkg/storage"
+	"k8s.io/apiserver/pkg/storage/names"
+
+	"github.com/kube-events/events-apiserver/pkg/apis/core"
+	"github.com/kube-events/events-apiserver/pkg/apis/core/validation"
+	eventconversion "github.com/kube-events/events-apiserver/pkg/conversion"
+)
+
+// Strategy is the create, update and delete logic for events. Validation
+// depends on the API version of the request (events.k8s.io writes are held
+// to the stricter rules of that API), which it reads from the request info.
+type Strategy struct {
+	runtime.ObjectTyper
+	names.NameGenerator
+}
+
+var (
+	_ rest.RESTCreateStrategy = Strategy{}
+	_ rest.RESTUpdateStrategy = Strategy{}
+	_ rest.RESTDeleteStrategy = Strategy{}
+)
+
+// NewStrategy returns the event strategy for the given scheme.
+func NewStrategy(typer runtime.ObjectTyper) Strategy {
+	return Strategy{ObjectTyper: typer, NameGenerator: names.SimpleNameGenerator}
+}
+
+// NamespaceScoped is true: events live in the namespace of what they are about.
+func (Strategy) NamespaceScoped() bool { return true }
+
+// DefaultGarbageCollectionPolicy: events are not garbage collected through
+// owner references; they expire through their TTL.
+func (Strategy) DefaultGarbageCollectionPolicy(context.Context) rest.GarbageCollectionPolicy {
+	return rest.Unsupported
+}
+
+// PrepareForCreate leaves a new event as sent: an event has no status and
+// no spec/status split, and the server-owned metadata (uid, creation time,
+// resourceVersion) is set by the generic registry.
+func (Strategy) PrepareForCreate(context.Context, runtime.Object) {}
+
+// PrepareForUpdate leaves an update as sent, for the same reason; which
+// fields may change is the business of ValidateUpdate.
+func (Strategy) PrepareForUpdate(context.Context, runtime.Object, runtime.Object) {}
+
+// Validate validates a new event against the rules of the request's API version.
+func (Strategy) Validate(ctx context.Context, obj runtime.Object) field.ErrorList {
+	return validation.ValidateEventCreate(obj.(*core.Event), requestGroupVersion(ctx))
+}
+
+// WarningsOnCreate returns no warnings.
+func (Strategy) WarningsOnCreate(context.Context, runtime.Object) []string { return nil }
+
+// Canonicalize clears the internal-only DeprecatedHost, which validation has
+// by now required to be empty, so that it can never reach storage.
+func (Strategy) Canonicalize(obj runtime.Object) {
+	obj.(*core.Event).DeprecatedHost = ""
+}
+
+// AllowCreateOnUpdate is true, as for kube-apiserver's events: a PUT of an
+// event that does not exist creates it.
+func (Strategy) AllowCreateOnUpdate(context.Context) bool { return true }
+
+// ValidateUpdate validates an update against the rules of the request's API version.
+func (Strategy) ValidateUpdate(ctx context.Context, obj, old runtime.Object) field.ErrorList {
+	return validation.ValidateEventUpdate(obj.(*core.Event), old.(*core.Event), requestGroupVersion(ctx))
+}
+
+// WarningsOnUpdate returns no warnings.
+func (Strategy) WarningsOnUpdate(context.Context, runtime.Object, runtime.Object) []string {
+	return nil
+}
+
+// AllowUnconditionalUpdate is true: an update without a resourceVersion
+// overwrites, as client-go's legacy event recorder expects.
+func (Strategy) AllowUnconditionalUpdate(context.Context) bool { return true }
+
+// GetAttrs returns the labels and selectable fields of an event, for list
+// and watch filtering alike.
+func GetAttrs(obj runtime.Object) (labels.Set, fields.Set, error) {
+	event, ok := obj.(*core.Event)
+	if !ok {
+		return nil, nil, fmt.Errorf("not an event: %T", obj)
+	}
+	return labels.Set(event.Labels), ToSelectableFields(event), nil
+}
+
+// Matcher returns the selection predicate for a label and a field selector,
+// whose labels have already been converted to the canonical core/v1 names.
+func Matcher(label labels.Selector, field fields.Selector) storage.SelectionPredicate {
+	return storage.SelectionPredicate{Label: label, Field: field, GetAttrs: GetAttrs}
+}
+
+// ToSelectableFields returns every selectable field of an event under its
+// canonical (core/v1) label; see pkg/conversion for how each served version
+// names them. Unset references select as empty strings, so related.name=
+// matches events without a related object.
+func ToSelectableFields(event *core.Event) fields.Set {
+	set := generic.ObjectMetaFieldsSet(&event.ObjectMeta, true)
+	addObjectReference(set, eventconversion.PrefixInvolvedObject, &event.InvolvedObject)
+	related := event.Related
+	if related == nil {
+		related = &core.ObjectReference{}
+	}
+	addObjectReference(set, eventconversion.PrefixRelated, related)
+
+	seriesState := ""
+	if event.Series != nil {
+		seriesState = string(event.Series.State)
+	}
+	// source is the legacy reporter, falling back to the new one, and
+	// reportingComponent the new one, falling back to the legacy one, so
+	// that either selects events written through either API.
+	source := event.Source.Component
+	if source == "" {
+		source = event.ReportingController
+	}
+	set[eventconversion.FieldReason] = event.Reason
+	set[eventconversion.FieldAction] = event.Action
+	set[eventconversion.FieldSource] = source
+	set[eventconversion.FieldReportingComponent] = eventconversion.ReportingController(event.ReportingController, event.Source.Component)
+	set[eventconversion.FieldReportingInstance] = event.ReportingInstance
+	set[eventconversion.FieldType] = event.Type
+	set[eventconversion.FieldSeriesState] = seriesState
+	return set
+}
+
+func addObjectReference(set fields.Set, prefix string, ref *core.ObjectReference) {
+	set[prefix+"kind"] = ref.Kind
+	set[prefix+"namespace"] = ref.Namespace
+	set[prefix+"name"] = ref.Name
+	set[prefix+"uid"] = string(ref.UID)
+	set[prefix+"apiVersion"] = ref.APIVersion
+	set[prefix+"resourceVersion"] = ref.ResourceVersion
+	set[prefix+"fieldPath"] = ref.FieldPath
+}
+
+// requestGroupVersion is the group and version the request was made in, or
+// the zero value outside of a request.
+func requestGroupVersion(ctx context.Context) schema.GroupVersion {
+	if info, ok := genericapirequest.RequestInfoFrom(ctx); ok {
+		return schema.GroupVersion{Group: info.APIGroup, Version: info.APIVersion}
+	}
+	return schema.GroupVersion{}
+}

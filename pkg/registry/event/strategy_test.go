@@ -1,0 +1,176 @@
+package event
+
+import (
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/kube-events/events-apiserver/pkg/apis/core"
+	eventconversion "github.com/kube-events/events-apiserver/pkg/conversion"
+)
+
+// canonicalLabels are every label the registry must expose, per pkg/conversion.
+func canonicalLabels() []string {
+	labels := []string{
+		eventconversion.FieldName, eventconversion.FieldNamespace, eventconversion.FieldReason,
+		eventconversion.FieldAction, eventconversion.FieldSource, eventconversion.FieldReportingComponent,
+		eventconversion.FieldReportingInstance, eventconversion.FieldType, eventconversion.FieldSeriesState,
+	}
+	for _, f := range eventconversion.ObjectReferenceFields {
+		labels = append(labels, eventconversion.PrefixInvolvedObject+f, eventconversion.PrefixRelated+f)
+	}
+	return labels
+}
+
+func fullEvent() *core.Event {
+	return &core.Event{
+		ObjectMeta: metav1.ObjectMeta{Name: "pod-a.1", Namespace: "default", Labels: map[string]string{"team": "a"}},
+		InvolvedObject: core.ObjectReference{
+			Kind: "Pod", Namespace: "default", Name: "pod-a", UID: "uid-a",
+			APIVersion: "v1", ResourceVersion: "7", FieldPath: "spec.containers{app}",
+		},
+		Related: &core.ObjectReference{
+			Kind: "Node", Name: "node-1", UID: "uid-n", APIVersion: "v1", ResourceVersion: "9", FieldPath: "status",
+		},
+		Reason:              "Started",
+		Action:              "Start",
+		Type:                core.EventTypeNormal,
+		Source:              core.EventSource{Component: "kubelet", Host: "node-1"},
+		ReportingController: "k8s.io/kubelet",
+		ReportingInstance:   "kubelet-node-1",
+		Series:              &core.EventSeries{Count: 2, State: core.EventSeriesStateOngoing},
+	}
+}
+
+func TestToSelectableFieldsExposesEveryCanonicalLabel(t *testing.T) {
+	for name, event := range map[string]*core.Event{"full": fullEvent(), "empty": {}} {
+		set := ToSelectableFields(event)
+		for _, label := range canonicalLabels() {
+			if _, ok := set[label]; !ok {
+				t.Errorf("%s event: label %q missing from selectable fields", name, label)
+			}
+		}
+		if len(set) != len(canonicalLabels()) {
+			t.Errorf("%s event: %d selectable fields, want exactly the %d canonical labels: %v", name, len(set), len(canonicalLabels()), set)
+		}
+	}
+}
+
+func TestToSelectableFields(t *testing.T) {
+	legacy := fullEvent()
+	legacy.ReportingController, legacy.ReportingInstance = "", ""
+	newAPI := fullEvent()
+	newAPI.Source = core.EventSource{}
+	singleton := fullEvent()
+	singleton.Series, singleton.Related = nil, nil
+	finished := fullEvent()
+	finished.Series.State = core.EventSeriesStateFinished
+
+	tests := []struct {
+		name  string
+		event *core.Event
+		want  map[string]string
+	}{{
+		name:  "every field set",
+		event: fullEvent(),
+		want: map[string]string{
+			"metadata.name": "pod-a.1", "metadata.namespace": "default",
+			"involvedObject.kind": "Pod", "involvedObject.namespace": "default", "involvedObject.name": "pod-a",
+			"involvedObject.uid": "uid-a", "involvedObject.apiVersion": "v1", "involvedObject.resourceVersion": "7",
+			"involvedObject.fieldPath": "spec.containers{app}",
+			"related.kind":             "Node", "related.namespace": "", "related.name": "node-1", "related.uid": "uid-n",
+			"related.apiVersion": "v1", "related.resourceVersion": "9", "related.fieldPath": "status",
+			"reason": "Started", "action": "Start", "type": "Normal",
+			"source": "kubelet", "reportingComponent": "k8s.io/kubelet", "reportingInstance": "kubelet-node-1",
+			"series.state": "Ongoing",
+		},
+	}, {
+		name:  "legacy event: reportingComponent falls back to source.component",
+		event: legacy,
+		want:  map[string]string{"source": "kubelet", "reportingComponent": "kubelet", "reportingInstance": ""},
+	}, {
+		name:  "events.k8s.io event: source falls back to reportingController",
+		event: newAPI,
+		want:  map[string]string{"source": "k8s.io/kubelet", "reportingComponent": "k8s.io/kubelet"},
+	}, {
+		name:  "singleton without related: empty series.state and related.*",
+		event: singleton,
+		want:  map[string]string{"series.state": "", "related.name": "", "related.kind": "", "related.uid": ""},
+	}, {
+		name:  "finished series",
+		event: finished,
+		want:  map[string]string{"series.state": "Finished"},
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			set := ToSelectableFields(tt.event)
+			for label, want := range tt.want {
+				if got, ok := set[label]; !ok || got != want {
+					t.Errorf("%s = %q (present %v), want %q", label, got, ok, want)
+				}
+			}
+		})
+	}
+}
+
+func TestMatcherSelectsByFieldAndLabel(t *testing.T) {
+	tests := []struct {
+		field, label string
+		want         bool
+	}{
+		{"involvedObject.name=pod-a,action=Start", "", true},
+		{"related.name=node-1,type=Normal", "team=a", true},
+		{"series.state=Ongoing", "", true},
+		{"series.state=Finished", "", false},
+		{"reportingComponent=k8s.io/kubelet,source=kubelet", "", true},
+		{"involvedObject.name!=pod-a", "", false},
+		{"metadata.namespace=default", "team=b", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.field+"|"+tt.label, func(t *testing.T) {
+			fieldSel, err := fields.ParseSelector(tt.field)
+			if err != nil {
+				t.Fatal(err)
+			}
+			labelSel, err := labels.Parse(tt.label)
+			if err != nil {
+				t.Fatal(err)
+			}
+			predicate := Matcher(labelSel, fieldSel)
+			got, err := predicate.Matches(fullEvent())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != tt.want {
+				t.Errorf("matches = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestGetAttrsRejectsOtherObjects(t *testing.T) {
+	if _, _, err := GetAttrs(&core.EventList{}); err == nil {
+		t.Fatal("GetAttrs accepted an EventList")
+	}
+}
+
+func TestCanonicalizeDropsDeprecatedHost(t *testing.T) {
+	event := fullEvent()
+	event.DeprecatedHost = "other"
+	Strategy{}.Canonicalize(event)
+	if event.DeprecatedHost != "" {
+		t.Fatalf("DeprecatedHost = %q after Canonicalize, want empty", event.DeprecatedHost)
+	}
+}
+
+func TestStrategyIsNamespacedAndAllowsUnconditionalWrites(t *testing.T) {
+	s := Strategy{}
+	if !s.NamespaceScoped() {
+		t.Error("events must be namespaced")
+	}
+	if !s.AllowCreateOnUpdate(t.Context()) || !s.AllowUnconditionalUpdate(t.Context()) {
+		t.Error("events must allow create-on-update and unconditional update, as kube-apiserver's do")
+	}
+}
