@@ -1,0 +1,808 @@
+// Package manifests checks the kustomize install in artifacts/: every overlay
+// builds with the real kubectl, what it builds has the shape the install
+// depends on, a real kube-apiserver (envtest) accepts all of it in a server
+// dry run, and the RBAC it grants is what the server and its users need.
+//
+// Run with the envtest assets of hack/envtest-assets.sh:
+//
+//	KUBEBUILDER_ASSETS="$(hack/envtest-assets.sh)" go test ./test/integration/manifests/
+package manifests
+
+import (
+	"bytes"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/json"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+)
+
+const (
+	namespace      = "events-apiserver"
+	serviceAccount = "system:serviceaccount:events-apiserver:events-apiserver"
+	servingSecret  = "events-apiserver-serving-cert"
+	servingDNSName = "events-apiserver.events-apiserver.svc"
+	apiServiceName = "v1beta1.events.k8s.io"
+	// kubeV1VersionPriority is kube-apiserver's own versionPriority for
+	// v1.events.k8s.io (pkg/controlplane/apiserver/aggregator.go).
+	kubeV1VersionPriority = 15
+)
+
+// cluster is an envtest kube-apiserver and a kubectl logged in as an admin.
+type cluster struct {
+	env        *envtest.Environment
+	kubectl    string
+	kubeconfig string
+	root       string
+}
+
+var shared *cluster
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if shared != nil {
+		if err := shared.env.Stop(); err != nil {
+			fmt.Fprintf(os.Stderr, "stopping envtest: %v\n", err)
+		}
+		_ = os.RemoveAll(filepath.Dir(shared.kubeconfig))
+	}
+	os.Exit(code)
+}
+
+// startCluster starts the shared envtest control plane on first use, with
+// stand-ins for cert-manager's CRDs, and creates the events-apiserver
+// Namespace for real (a dry run cannot create what later objects live in).
+func startCluster(t *testing.T) *cluster {
+	t.Helper()
+	if shared != nil {
+		return shared
+	}
+	assets := os.Getenv("KUBEBUILDER_ASSETS")
+	if assets == "" {
+		t.Fatal(`KUBEBUILDER_ASSETS is not set: this test needs a real kube-apiserver, etcd and kubectl. ` +
+			`Run it as: KUBEBUILDER_ASSETS="$(hack/envtest-assets.sh)" go test ./test/integration/manifests/`)
+	}
+	kubectl := filepath.Join(assets, "kubectl")
+	if _, err := os.Stat(kubectl); err != nil {
+		t.Fatalf("KUBEBUILDER_ASSETS=%s has no kubectl (hack/envtest-assets.sh builds one): %v", assets, err)
+	}
+	root, err := repoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := &envtest.Environment{
+		BinaryAssetsDirectory: assets,
+		CRDDirectoryPaths:     []string{filepath.Join("testdata", "crds")},
+		ErrorIfCRDPathMissing: true,
+	}
+	if _, err := env.Start(); err != nil {
+		t.Fatalf("starting envtest: %v", err)
+	}
+	c := &cluster{env: env, kubectl: kubectl, root: root}
+	shared = c
+	admin, err := env.AddUser(envtest.User{Name: "manifests-admin", Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		t.Fatalf("adding admin user: %v", err)
+	}
+	kubeconfig, err := admin.KubeConfig()
+	if err != nil {
+		t.Fatalf("admin kubeconfig: %v", err)
+	}
+	dir, err := os.MkdirTemp("", "manifests-kubeconfig-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.kubeconfig = filepath.Join(dir, "kubeconfig")
+	if err := os.WriteFile(c.kubeconfig, kubeconfig, 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	ns := c.render(t, filepath.Join(root, "artifacts", "overlays", "default")).find("Namespace", "", namespace)
+	if ns == nil {
+		t.Fatal("artifacts/overlays/default has no Namespace " + namespace)
+	}
+	c.applyForReal(t, []*unstructured.Unstructured{ns})
+	return c
+}
+
+// repoRoot is the directory holding go.mod, above the working directory.
+func repoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("no go.mod above the working directory")
+		}
+		dir = parent
+	}
+}
+
+// run runs kubectl against the cluster, feeding it stdin.
+func (c *cluster) run(stdin io.Reader, args ...string) (stdout, stderr string, err error) {
+	cmd := exec.Command(c.kubectl, append([]string{"--kubeconfig=" + c.kubeconfig}, args...)...)
+	cmd.Dir = c.root
+	cmd.Stdin = stdin
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err = cmd.Run()
+	return out.String(), errOut.String(), err
+}
+
+// render runs `kubectl kustomize dir` and decodes its objects.
+func (c *cluster) render(t *testing.T, dir string) objects {
+	t.Helper()
+	stdout, stderr, err := c.run(nil, "kustomize", dir)
+	if err != nil {
+		t.Fatalf("kubectl kustomize %s: %v\n%s", dir, err, stderr)
+	}
+	objs, err := decode(stdout)
+	if err != nil {
+		t.Fatalf("decoding kubectl kustomize %s: %v", dir, err)
+	}
+	return objs
+}
+
+// applyForReal applies objs (not a dry run).
+func (c *cluster) applyForReal(t *testing.T, objs []*unstructured.Unstructured) {
+	t.Helper()
+	var in bytes.Buffer
+	for _, o := range objs {
+		data, err := o.MarshalJSON()
+		if err != nil {
+			t.Fatal(err)
+		}
+		in.Write(data)
+		in.WriteString("\n")
+	}
+	if _, stderr, err := c.run(&in, "apply", "-f", "-"); err != nil {
+		t.Fatalf("kubectl apply: %v\n%s", err, stderr)
+	}
+}
+
+// objects is what an overlay builds, in kubectl's order.
+type objects []*unstructured.Unstructured
+
+func decode(manifests string) (objects, error) {
+	var objs objects
+	dec := utilyaml.NewYAMLOrJSONDecoder(strings.NewReader(manifests), 4096)
+	for {
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			if errors.Is(err, io.EOF) {
+				return objs, nil
+			}
+			return nil, err
+		}
+		if len(bytes.TrimSpace(raw)) == 0 || string(raw) == "null" {
+			continue
+		}
+		// Unstructured's own JSON decoding keeps integers as int64.
+		o := &unstructured.Unstructured{}
+		if err := o.UnmarshalJSON(raw); err != nil {
+			return nil, err
+		}
+		objs = append(objs, o)
+	}
+}
+
+// find returns the object of that kind (and API group) named name, or nil.
+func (objs objects) find(kind, group, name string) *unstructured.Unstructured {
+	for _, o := range objs {
+		if o.GetKind() == kind && o.GroupVersionKind().Group == group && o.GetName() == name {
+			return o
+		}
+	}
+	return nil
+}
+
+// ofKind returns every object of that kind and API group.
+func (objs objects) ofKind(kind, group string) objects {
+	var out objects
+	for _, o := range objs {
+		if o.GetKind() == kind && o.GroupVersionKind().Group == group {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// printedName is how kubectl's name printer refers to an object:
+// <kind>[.<group>]/<name>, lower case.
+func printedName(o *unstructured.Unstructured) string {
+	return strings.ToLower(o.GroupVersionKind().GroupKind().String()) + "/" + o.GetName()
+}
+
+func typed[T any](t *testing.T, o *unstructured.Unstructured) *T {
+	t.Helper()
+	out := new(T)
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, out); err != nil {
+		t.Fatalf("converting %s: %v", printedName(o), err)
+	}
+	return out
+}
+
+// overlayCase is one installable kustomization and what must hold of it.
+type overlayCase struct {
+	name string
+	// dir returns the kustomization directory; it may generate it.
+	dir   func(t *testing.T, root string) string
+	check func(t *testing.T, objs objects, dir string)
+}
+
+func TestOverlaysBuildAndPassServerDryRun(t *testing.T) {
+	c := startCluster(t)
+	cases := []overlayCase{
+		{
+			name: "default: bundled etcd, cert-manager",
+			dir:  artifactsDir("overlays", "default"),
+			check: func(t *testing.T, objs objects, _ string) {
+				expectBundledEtcd(t, objs)
+				expectCertManager(t, objs)
+				expectVersionPriority(t, objs, 20)
+			},
+		},
+		{
+			name: "external-etcd: etcd over mutual TLS, cert-manager",
+			dir:  artifactsDir("overlays", "external-etcd"),
+			check: func(t *testing.T, objs objects, _ string) {
+				expectExternalEtcd(t, objs)
+				expectCertManager(t, objs)
+				expectVersionPriority(t, objs, 20)
+			},
+		},
+		{
+			name: "default with components/kube-v1-preferred",
+			dir: func(t *testing.T, root string) string {
+				return kustomization(t, root, "resources:\n- %s\ncomponents:\n- %s\n",
+					filepath.Join(root, "artifacts", "overlays", "default"),
+					filepath.Join(root, "artifacts", "components", "kube-v1-preferred"))
+			},
+			check: func(t *testing.T, objs objects, _ string) {
+				expectBundledEtcd(t, objs)
+				expectVersionPriority(t, objs, 10)
+			},
+		},
+		{
+			name: "hack/gen-serving-cert.sh on default",
+			dir:  generatedServingCert("default"),
+			check: func(t *testing.T, objs objects, dir string) {
+				expectBundledEtcd(t, objs)
+				expectScriptCerts(t, objs, dir)
+				expectVersionPriority(t, objs, 20)
+			},
+		},
+		{
+			name: "hack/gen-serving-cert.sh on external-etcd",
+			dir:  generatedServingCert("external-etcd"),
+			check: func(t *testing.T, objs objects, dir string) {
+				expectExternalEtcd(t, objs)
+				expectScriptCerts(t, objs, dir)
+			},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := tc.dir(t, c.root)
+			objs := c.render(t, dir)
+			expectCommonShape(t, objs)
+			tc.check(t, objs, dir)
+			expectServerDryRunAccepts(t, c, dir, objs)
+		})
+	}
+}
+
+func artifactsDir(elem ...string) func(*testing.T, string) string {
+	return func(_ *testing.T, root string) string {
+		return filepath.Join(append([]string{root, "artifacts"}, elem...)...)
+	}
+}
+
+// kustomization writes a kustomization.yaml (format's %s are absolute paths,
+// made relative to the new directory) and returns its directory.
+func kustomization(t *testing.T, root, format string, paths ...string) string {
+	t.Helper()
+	dir := t.TempDir()
+	args := make([]any, len(paths))
+	for i, p := range paths {
+		rel, err := filepath.Rel(dir, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		args[i] = rel
+	}
+	content := "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n" + fmt.Sprintf(format, args...)
+	if err := os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// generatedServingCert runs hack/gen-serving-cert.sh into a temporary
+// directory on the named overlay.
+func generatedServingCert(overlay string) func(*testing.T, string) string {
+	return func(t *testing.T, root string) string {
+		t.Helper()
+		dir := t.TempDir()
+		cmd := exec.Command(filepath.Join(root, "hack", "gen-serving-cert.sh"), dir, filepath.Join(root, "artifacts", "overlays", overlay))
+		cmd.Dir = root
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("hack/gen-serving-cert.sh: %v\n%s", err, out)
+		}
+		return dir
+	}
+}
+
+// expectServerDryRunAccepts runs `kubectl apply -k dir --dry-run=server` and
+// requires every built object to be reported as created (the Namespace,
+// which exists for real, as unchanged or configured), nothing else, and no
+// warnings (among them PodSecurity's "restricted" checks of the workloads).
+func expectServerDryRunAccepts(t *testing.T, c *cluster, dir string, objs objects) {
+	t.Helper()
+	stdout, stderr, err := c.run(nil, "apply", "-k", dir, "--dry-run=server")
+	if err != nil {
+		t.Fatalf("kubectl apply -k %s --dry-run=server: %v\nstdout:\n%s\nstderr:\n%s", dir, err, stdout, stderr)
+	}
+	if strings.TrimSpace(stderr) != "" {
+		t.Errorf("kubectl apply --dry-run=server warned:\n%s", stderr)
+	}
+	got := strings.Split(strings.TrimSpace(stdout), "\n")
+	var want []*regexp.Regexp
+	for _, o := range objs {
+		verbs := "created"
+		if o.GetKind() == "Namespace" {
+			verbs = "(unchanged|configured)"
+		}
+		want = append(want, regexp.MustCompile("^"+regexp.QuoteMeta(printedName(o))+" "+verbs+` \(server dry run\)$`))
+	}
+	if len(got) != len(want) {
+		t.Errorf("kubectl reported %d objects, the overlay builds %d:\n%s", len(got), len(want), stdout)
+	}
+	for _, re := range want {
+		if !slices.ContainsFunc(got, re.MatchString) {
+			t.Errorf("no line matching %q in kubectl's output:\n%s", re, stdout)
+		}
+	}
+}
+
+// expectCommonShape checks what every install needs, whatever its etcd and
+// certificate source.
+func expectCommonShape(t *testing.T, objs objects) {
+	t.Helper()
+	for _, o := range objs {
+		if o.GetKind() == "RoleBinding" {
+			if o.GetNamespace() != "kube-system" {
+				t.Errorf("%s is in namespace %q, want kube-system", printedName(o), o.GetNamespace())
+			}
+			continue
+		}
+		if ns := o.GetNamespace(); ns != "" && ns != namespace {
+			t.Errorf("%s is in namespace %q, want %q", printedName(o), ns, namespace)
+		}
+	}
+
+	depObj := objs.find("Deployment", "apps", "events-apiserver")
+	if depObj == nil {
+		t.Fatal("no Deployment events-apiserver")
+	}
+	dep := typed[appsv1.Deployment](t, depObj)
+	if dep.Spec.Replicas == nil || *dep.Spec.Replicas != 2 {
+		t.Errorf("Deployment replicas = %v, want 2", dep.Spec.Replicas)
+	}
+	if len(dep.Spec.Template.Spec.TopologySpreadConstraints) == 0 {
+		t.Error("Deployment has no topology spread constraints")
+	}
+	if len(dep.Spec.Template.Spec.Containers) != 1 {
+		t.Fatalf("Deployment has %d containers, want 1", len(dep.Spec.Template.Spec.Containers))
+	}
+	ctr := dep.Spec.Template.Spec.Containers[0]
+	for _, arg := range []string{"--secure-port=8443", "--event-ttl=1h", "--etcd-servers=$(ETCD_SERVERS)",
+		"--tls-cert-file=/var/run/events-apiserver/serving-cert/tls.crt",
+		"--tls-private-key-file=/var/run/events-apiserver/serving-cert/tls.key"} {
+		if !slices.Contains(ctr.Args, arg) {
+			t.Errorf("server args %q lack %q", ctr.Args, arg)
+		}
+	}
+	for probeName, probe := range map[string]*corev1.Probe{"liveness": ctr.LivenessProbe, "readiness": ctr.ReadinessProbe} {
+		wantPath := map[string]string{"liveness": "/livez", "readiness": "/readyz"}[probeName]
+		if probe == nil || probe.HTTPGet == nil || probe.HTTPGet.Path != wantPath ||
+			probe.HTTPGet.Scheme != corev1.URISchemeHTTPS || probe.HTTPGet.Port.String() != "https" {
+			t.Errorf("%s probe = %+v, want HTTPS GET %s on port https", probeName, probe, wantPath)
+		}
+	}
+	if len(ctr.Ports) != 1 || ctr.Ports[0].Name != "https" || ctr.Ports[0].ContainerPort != 8443 {
+		t.Errorf("container ports = %+v, want https 8443", ctr.Ports)
+	}
+	if ctr.Resources.Requests.Cpu().IsZero() || ctr.Resources.Requests.Memory().IsZero() || ctr.Resources.Limits.Memory().IsZero() {
+		t.Errorf("container resources %+v lack requests or a memory limit", ctr.Resources)
+	}
+	expectHardened(t, "events-apiserver", ctr)
+	if mountSecret(dep.Spec.Template.Spec, ctr, "/var/run/events-apiserver/serving-cert") != servingSecret {
+		t.Errorf("serving certificate is not mounted from Secret %s", servingSecret)
+	}
+
+	// --etcd-servers comes from the generated ConfigMap the env var names.
+	cmName := ""
+	for _, e := range ctr.Env {
+		if e.Name == "ETCD_SERVERS" && e.ValueFrom != nil && e.ValueFrom.ConfigMapKeyRef != nil {
+			cmName = e.ValueFrom.ConfigMapKeyRef.Name
+		}
+	}
+	if cmName == "" || objs.find("ConfigMap", "", cmName) == nil {
+		t.Errorf("ETCD_SERVERS refers to ConfigMap %q, which the overlay does not build", cmName)
+	}
+
+	svc := objs.find("Service", "", "events-apiserver")
+	if svc == nil {
+		t.Fatal("no Service events-apiserver")
+	}
+	s := typed[corev1.Service](t, svc)
+	if len(s.Spec.Ports) != 1 || s.Spec.Ports[0].Port != 443 || s.Spec.Ports[0].TargetPort.String() != "https" {
+		t.Errorf("Service ports = %+v, want 443 -> https", s.Spec.Ports)
+	}
+	for k, v := range s.Spec.Selector {
+		if dep.Spec.Template.Labels[k] != v {
+			t.Errorf("Service selects %s=%s, which the Deployment's pods lack", k, v)
+		}
+	}
+
+	pdb := objs.find("PodDisruptionBudget", "policy", "events-apiserver")
+	if pdb == nil {
+		t.Fatal("no PodDisruptionBudget events-apiserver")
+	}
+	if v, _, _ := unstructured.NestedInt64(pdb.Object, "spec", "minAvailable"); v != 1 {
+		t.Errorf("PodDisruptionBudget minAvailable = %d, want 1", v)
+	}
+
+	api := objs.find("APIService", "apiregistration.k8s.io", apiServiceName)
+	if api == nil {
+		t.Fatal("no APIService " + apiServiceName)
+	}
+	for field, want := range map[string]any{
+		"spec.group": "events.k8s.io", "spec.version": "v1beta1", "spec.groupPriorityMinimum": int64(17750),
+		"spec.service.namespace": namespace, "spec.service.name": "events-apiserver", "spec.service.port": int64(443),
+	} {
+		got, _, _ := unstructured.NestedFieldNoCopy(api.Object, strings.Split(field, ".")...)
+		if got != want {
+			t.Errorf("APIService %s = %v, want %v", field, got, want)
+		}
+	}
+
+	for _, name := range []string{"events-apiserver:view", "events-apiserver:edit"} {
+		if objs.find("ClusterRole", "rbac.authorization.k8s.io", name) == nil {
+			t.Errorf("no ClusterRole %s", name)
+		}
+	}
+	for role, labels := range map[string][]string{
+		"events-apiserver:view": {"rbac.authorization.k8s.io/aggregate-to-view"},
+		"events-apiserver:edit": {"rbac.authorization.k8s.io/aggregate-to-edit", "rbac.authorization.k8s.io/aggregate-to-admin"},
+	} {
+		o := objs.find("ClusterRole", "rbac.authorization.k8s.io", role)
+		if o == nil {
+			continue
+		}
+		for _, l := range labels {
+			if o.GetLabels()[l] != "true" {
+				t.Errorf("ClusterRole %s lacks label %s=true", role, l)
+			}
+		}
+	}
+}
+
+// expectHardened requires the "restricted" container settings the brief and
+// the namespace's Pod Security label ask for.
+func expectHardened(t *testing.T, name string, ctr corev1.Container) {
+	t.Helper()
+	sc := ctr.SecurityContext
+	if sc == nil || sc.RunAsNonRoot == nil || !*sc.RunAsNonRoot || sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem ||
+		sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation || sc.Capabilities == nil ||
+		!slices.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) || sc.SeccompProfile == nil ||
+		sc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
+		t.Errorf("container %s securityContext = %+v, want runAsNonRoot, readOnlyRootFilesystem, no privilege escalation, drop ALL, seccomp RuntimeDefault", name, sc)
+	}
+}
+
+// mountSecret returns the Secret mounted at path in ctr, or "".
+func mountSecret(pod corev1.PodSpec, ctr corev1.Container, path string) string {
+	for _, m := range ctr.VolumeMounts {
+		if m.MountPath != path {
+			continue
+		}
+		for _, v := range pod.Volumes {
+			if v.Name == m.Name && v.Secret != nil {
+				return v.Secret.SecretName
+			}
+		}
+	}
+	return ""
+}
+
+// etcdServers is the value the Deployment's --etcd-servers expands to.
+func etcdServers(t *testing.T, objs objects) string {
+	t.Helper()
+	dep := typed[appsv1.Deployment](t, objs.find("Deployment", "apps", "events-apiserver"))
+	for _, e := range dep.Spec.Template.Spec.Containers[0].Env {
+		if e.Name == "ETCD_SERVERS" && e.ValueFrom != nil && e.ValueFrom.ConfigMapKeyRef != nil {
+			if cm := objs.find("ConfigMap", "", e.ValueFrom.ConfigMapKeyRef.Name); cm != nil {
+				v, _, _ := unstructured.NestedString(cm.Object, "data", e.ValueFrom.ConfigMapKeyRef.Key)
+				return v
+			}
+		}
+	}
+	return ""
+}
+
+func expectBundledEtcd(t *testing.T, objs objects) {
+	t.Helper()
+	stsObj := objs.find("StatefulSet", "apps", "events-etcd")
+	if stsObj == nil {
+		t.Fatal("no bundled etcd StatefulSet events-etcd")
+	}
+	sts := typed[appsv1.StatefulSet](t, stsObj)
+	if sts.Spec.Replicas == nil || *sts.Spec.Replicas != 1 || len(sts.Spec.VolumeClaimTemplates) != 1 {
+		t.Errorf("etcd StatefulSet: replicas %v, %d volume claim templates; want 1 and 1", sts.Spec.Replicas, len(sts.Spec.VolumeClaimTemplates))
+	}
+	ctr := sts.Spec.Template.Spec.Containers[0]
+	expectHardened(t, "etcd", ctr)
+	if ctr.LivenessProbe == nil || ctr.ReadinessProbe == nil {
+		t.Error("etcd container lacks liveness or readiness probe")
+	}
+	headless := objs.find("Service", "", sts.Spec.ServiceName)
+	if headless == nil {
+		t.Fatalf("no governing Service %q for the etcd StatefulSet", sts.Spec.ServiceName)
+	}
+	if ip, _, _ := unstructured.NestedString(headless.Object, "spec", "clusterIP"); ip != "None" {
+		t.Errorf("etcd Service clusterIP = %q, want None (headless)", ip)
+	}
+	want := "http://" + sts.Spec.ServiceName + "." + namespace + ".svc:2379"
+	if got := etcdServers(t, objs); got != want {
+		t.Errorf("--etcd-servers = %q, want the bundled etcd %q", got, want)
+	}
+	if objs.find("NetworkPolicy", "networking.k8s.io", "events-etcd") == nil {
+		t.Error("the bundled etcd (plain HTTP) has no NetworkPolicy")
+	}
+}
+
+func expectExternalEtcd(t *testing.T, objs objects) {
+	t.Helper()
+	if sts := objs.ofKind("StatefulSet", "apps"); len(sts) != 0 {
+		t.Errorf("external-etcd still builds StatefulSet %s", sts[0].GetName())
+	}
+	if objs.find("Service", "", "events-etcd") != nil {
+		t.Error("external-etcd still builds the bundled etcd's Service")
+	}
+	if got := etcdServers(t, objs); !strings.HasPrefix(got, "https://") {
+		t.Errorf("--etcd-servers = %q, want the external https endpoints", got)
+	}
+	dep := typed[appsv1.Deployment](t, objs.find("Deployment", "apps", "events-apiserver"))
+	ctr := dep.Spec.Template.Spec.Containers[0]
+	const dir = "/var/run/events-apiserver/etcd-client"
+	for _, arg := range []string{"--etcd-cafile=" + dir + "/ca.crt", "--etcd-certfile=" + dir + "/tls.crt", "--etcd-keyfile=" + dir + "/tls.key", "--etcd-prefix=/events-apiserver"} {
+		if !slices.Contains(ctr.Args, arg) {
+			t.Errorf("server args %q lack %q", ctr.Args, arg)
+		}
+	}
+	if got := mountSecret(dep.Spec.Template.Spec, ctr, dir); got != "events-apiserver-etcd-client" {
+		t.Errorf("etcd client certificates mounted from Secret %q, want events-apiserver-etcd-client", got)
+	}
+}
+
+func expectCertManager(t *testing.T, objs objects) {
+	t.Helper()
+	api := objs.find("APIService", "apiregistration.k8s.io", apiServiceName)
+	from := api.GetAnnotations()["cert-manager.io/inject-ca-from"]
+	ns, name, _ := strings.Cut(from, "/")
+	cert := objs.find("Certificate", "cert-manager.io", name)
+	if ns != namespace || cert == nil {
+		t.Fatalf("APIService cert-manager.io/inject-ca-from = %q, not a Certificate the overlay builds", from)
+	}
+	secret, _, _ := unstructured.NestedString(cert.Object, "spec", "secretName")
+	if secret != servingSecret {
+		t.Errorf("Certificate %s writes Secret %q, the Deployment mounts %q", name, secret, servingSecret)
+	}
+	dnsNames, _, _ := unstructured.NestedStringSlice(cert.Object, "spec", "dnsNames")
+	if !slices.Contains(dnsNames, servingDNSName) {
+		t.Errorf("Certificate %s dnsNames %q lack %s, the name the aggregator checks", name, dnsNames, servingDNSName)
+	}
+	// The issuer chain resolves inside the overlay.
+	issuer, _, _ := unstructured.NestedString(cert.Object, "spec", "issuerRef", "name")
+	iss := objs.find("Issuer", "cert-manager.io", issuer)
+	if iss == nil {
+		t.Fatalf("Certificate %s names Issuer %q, which the overlay does not build", name, issuer)
+	}
+	caSecret, _, _ := unstructured.NestedString(iss.Object, "spec", "ca", "secretName")
+	var caCert *unstructured.Unstructured
+	for _, c := range objs.ofKind("Certificate", "cert-manager.io") {
+		if s, _, _ := unstructured.NestedString(c.Object, "spec", "secretName"); s == caSecret {
+			caCert = c
+		}
+	}
+	if caCert == nil {
+		t.Fatalf("Issuer %s signs with Secret %q, which no Certificate writes", issuer, caSecret)
+	}
+	if isCA, _, _ := unstructured.NestedBool(caCert.Object, "spec", "isCA"); !isCA {
+		t.Errorf("Certificate %s backs the CA issuer but is not isCA", caCert.GetName())
+	}
+}
+
+// expectScriptCerts checks hack/gen-serving-cert.sh's overlay: no cert-manager
+// objects, the Secret holds its files, and the APIService's caBundle is its
+// CA, which verifies the serving certificate for the aggregator's name.
+func expectScriptCerts(t *testing.T, objs objects, dir string) {
+	t.Helper()
+	for _, o := range objs {
+		if o.GroupVersionKind().Group == "cert-manager.io" {
+			t.Errorf("the script's overlay still builds %s", printedName(o))
+		}
+	}
+	api := objs.find("APIService", "apiregistration.k8s.io", apiServiceName)
+	if _, ok := api.GetAnnotations()["cert-manager.io/inject-ca-from"]; ok {
+		t.Error("the script's overlay keeps the cert-manager CA injection annotation")
+	}
+	caFile, err := os.ReadFile(filepath.Join(dir, "ca.crt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bundle, _, _ := unstructured.NestedString(api.Object, "spec", "caBundle")
+	caBundle, err := base64.StdEncoding.DecodeString(strings.ReplaceAll(bundle, "\n", ""))
+	if err != nil || !bytes.Equal(caBundle, caFile) {
+		t.Fatalf("APIService caBundle (%v) is not %s/ca.crt", err, dir)
+	}
+
+	secretObj := objs.find("Secret", "", servingSecret)
+	if secretObj == nil {
+		t.Fatal("no Secret " + servingSecret)
+	}
+	secret := typed[corev1.Secret](t, secretObj)
+	if secret.Type != corev1.SecretTypeTLS {
+		t.Errorf("Secret type %q, want %q", secret.Type, corev1.SecretTypeTLS)
+	}
+	for _, key := range []string{"tls.crt", "tls.key", "ca.crt"} {
+		file, err := os.ReadFile(filepath.Join(dir, key))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(secret.Data[key], file) {
+			t.Errorf("Secret key %s differs from %s/%s", key, dir, key)
+		}
+	}
+
+	roots := x509.NewCertPool()
+	if !roots.AppendCertsFromPEM(caBundle) {
+		t.Fatal("caBundle holds no PEM certificate")
+	}
+	block, _ := pem.Decode(secret.Data["tls.crt"])
+	if block == nil {
+		t.Fatal("tls.crt holds no PEM block")
+	}
+	serving, err := x509.ParseCertificate(block.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := serving.Verify(x509.VerifyOptions{Roots: roots, DNSName: servingDNSName, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}); err != nil {
+		t.Errorf("the serving certificate does not verify for %s against the caBundle: %v", servingDNSName, err)
+	}
+}
+
+func expectVersionPriority(t *testing.T, objs objects, want int64) {
+	t.Helper()
+	api := objs.find("APIService", "apiregistration.k8s.io", apiServiceName)
+	got, _, _ := unstructured.NestedInt64(api.Object, "spec", "versionPriority")
+	if got != want {
+		t.Errorf("APIService versionPriority = %d, want %d (v1beta1 preferred over kube-apiserver's v1: %v)", got, want, want > kubeV1VersionPriority)
+	}
+}
+
+// TestRBACGrantsWhatTheServerAndItsUsersNeed applies the RBAC of the default
+// overlay for real and asks kube-apiserver's authorizer (kubectl auth can-i,
+// impersonating) what the server's ServiceAccount and bound users may do.
+func TestRBACGrantsWhatTheServerAndItsUsersNeed(t *testing.T) {
+	c := startCluster(t)
+	objs := c.render(t, filepath.Join(c.root, "artifacts", "overlays", "default"))
+	var rbac []*unstructured.Unstructured
+	for _, o := range objs {
+		if o.GroupVersionKind().Group == "rbac.authorization.k8s.io" || o.GetKind() == "ServiceAccount" {
+			rbac = append(rbac, o)
+		}
+	}
+	if len(rbac) == 0 {
+		t.Fatal("the default overlay builds no RBAC")
+	}
+	c.applyForReal(t, rbac)
+	// Users bound to our own roles directly: the built-in view/edit/admin
+	// aggregation is done by kube-controller-manager, which envtest lacks.
+	for _, b := range []struct{ user, role string }{{"events-viewer", "events-apiserver:view"}, {"events-editor", "events-apiserver:edit"}} {
+		if _, stderr, err := c.run(nil, "create", "clusterrolebinding", b.user, "--clusterrole="+b.role, "--user="+b.user); err != nil {
+			t.Fatalf("binding %s: %v\n%s", b.user, err, stderr)
+		}
+	}
+
+	cases := []struct {
+		as      string
+		verb    string
+		what    string // resource[.group][/name], as kubectl auth can-i takes it
+		sub     string
+		ns      string // "" means all namespaces
+		allowed bool
+	}{
+		// Delegated authentication and authorization.
+		{serviceAccount, "create", "tokenreviews.authentication.k8s.io", "", "", true},
+		{serviceAccount, "create", "subjectaccessreviews.authorization.k8s.io", "", "", true},
+		{serviceAccount, "get", "configmaps/extension-apiserver-authentication", "", "kube-system", true},
+		{serviceAccount, "watch", "configmaps/extension-apiserver-authentication", "", "kube-system", true},
+		{serviceAccount, "get", "configmaps", "", "default", false},
+		// Admission plugins of k8s.io/apiserver's RecommendedOptions.
+		{serviceAccount, "get", "namespaces", "", "", true},
+		{serviceAccount, "watch", "namespaces", "", "", true},
+		{serviceAccount, "list", "mutatingwebhookconfigurations.admissionregistration.k8s.io", "", "", true},
+		{serviceAccount, "watch", "validatingwebhookconfigurations.admissionregistration.k8s.io", "", "", true},
+		{serviceAccount, "list", "validatingadmissionpolicies.admissionregistration.k8s.io", "", "", true},
+		{serviceAccount, "watch", "validatingadmissionpolicybindings.admissionregistration.k8s.io", "", "", true},
+		{serviceAccount, "list", "mutatingadmissionpolicies.admissionregistration.k8s.io", "", "", true},
+		{serviceAccount, "watch", "mutatingadmissionpolicybindings.admissionregistration.k8s.io", "", "", true},
+		{serviceAccount, "create", "validatingwebhookconfigurations.admissionregistration.k8s.io", "", "", false},
+		// API Priority and Fairness.
+		{serviceAccount, "list", "flowschemas.flowcontrol.apiserver.k8s.io", "", "", true},
+		{serviceAccount, "watch", "prioritylevelconfigurations.flowcontrol.apiserver.k8s.io", "", "", true},
+		{serviceAccount, "patch", "flowschemas.flowcontrol.apiserver.k8s.io", "status", "", true},
+		{serviceAccount, "patch", "flowschemas.flowcontrol.apiserver.k8s.io", "", "", false},
+		// The mirror reads every namespace's core events and writes none.
+		{serviceAccount, "list", "events", "", "", true},
+		{serviceAccount, "watch", "events", "", "", true},
+		{serviceAccount, "get", "events", "", "kube-system", true},
+		{serviceAccount, "create", "events", "", "default", false},
+		{serviceAccount, "list", "secrets", "", "", false},
+		// Users of our events.
+		{"events-viewer", "list", "events.events.k8s.io", "", "default", true},
+		{"events-viewer", "watch", "events.events.k8s.io", "", "", true},
+		{"events-viewer", "create", "events.events.k8s.io", "", "default", false},
+		{"events-editor", "create", "events.events.k8s.io", "", "default", true},
+		{"events-editor", "deletecollection", "events.events.k8s.io", "", "default", true},
+		{"events-editor", "patch", "events.events.k8s.io", "", "default", true},
+		{"events-editor", "list", "pods", "", "default", false},
+	}
+	for _, tc := range cases {
+		args := []string{"auth", "can-i", tc.verb, tc.what, "--as=" + tc.as}
+		if tc.sub != "" {
+			args = append(args, "--subresource="+tc.sub)
+		}
+		if tc.ns == "" {
+			args = append(args, "--all-namespaces")
+		} else {
+			args = append(args, "--namespace="+tc.ns)
+		}
+		t.Run(strings.Join(args[2:], " "), func(t *testing.T) {
+			stdout, stderr, err := c.run(nil, args...)
+			answer := strings.TrimSpace(stdout)
+			// can-i exits 1 for "no"; anything else is an error.
+			var exitErr *exec.ExitError
+			if err != nil && !(errors.As(err, &exitErr) && exitErr.ExitCode() == 1 && answer == "no") {
+				t.Fatalf("kubectl %s: %v\n%s%s", strings.Join(args, " "), err, stdout, stderr)
+			}
+			if got := answer == "yes"; got != tc.allowed {
+				t.Errorf("kubectl %s = %q, want allowed=%v", strings.Join(args, " "), answer, tc.allowed)
+			}
+		})
+	}
+}
