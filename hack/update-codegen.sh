@@ -13,8 +13,8 @@
 # 3.x works: it only parses the .proto files, protoc-gen-gogo writes the Go.
 #
 # Time on the 2-core dev machine (measured): ~2.5 min cold (empty Go build
-# cache, protoc installed by apt-get), ~16 s warm. Set CODEGEN_GOBIN to reuse another tool dir
-# (hack/verify-codegen.sh does).
+# cache, protoc installed by apt-get), ~16 s warm. Set CODEGEN_GOBIN to reuse
+# another tool dir (hack/verify-codegen.sh does).
 set -o errexit -o nounset -o pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
