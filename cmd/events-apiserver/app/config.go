@@ -47,7 +47,7 @@ func (o *Options) Config() (*apiserver.Config, error) {
 	}
 
 	cfg := genericapiserver.NewRecommendedConfig(apiserver.Codecs)
-	cfg.EffectiveVersion = o.ComponentGlobals.EffectiveVersionFor(basecompatibility.DefaultKubeComponent)
+	cfg.EffectiveVersion = servedVersion{o.ComponentGlobals.EffectiveVersionFor(basecompatibility.DefaultKubeComponent)}
 	cfg.FeatureGate = o.ComponentGlobals.FeatureGateFor(basecompatibility.DefaultKubeComponent)
 	// OpenAPI first: authentication adds its security definitions to it.
 	apiserver.ApplyOpenAPIConfig(cfg)

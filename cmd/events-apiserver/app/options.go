@@ -70,6 +70,7 @@ type Options struct {
 
 	flags     *cliflag.NamedFlagSets
 	completed bool
+	ran       bool
 	// standalone and embeddedEtcd are the decisions Complete made.
 	standalone   bool
 	embeddedEtcd bool

@@ -82,10 +82,14 @@ kube-apiserver.`,
 	return cmd
 }
 
-// Run completes and validates o, starts the embedded etcd if o has no etcd
+// Run completes and validates o (options serve one Run), starts the embedded etcd if o has no etcd
 // servers, and serves until ctx ends or the server fails. Once the server
 // is ready it writes the admin kubeconfig (standalone) and closes o.Ready().
 func Run(ctx context.Context, o *Options) error {
+	if o.ran {
+		return errors.New("options already used by Run: make new ones with NewOptions for each run")
+	}
+	o.ran = true
 	if err := o.Complete(); err != nil {
 		return err
 	}

@@ -1,0 +1,119 @@
+package app
+
+import (
+	"github.com/spf13/pflag"
+	"strings"
+	"testing"
+	"time"
+)
+
+func parse(t *testing.T, args ...string) *Options {
+	t.Helper()
+	o := NewOptions()
+	fs := pflag.NewFlagSet("events-apiserver", pflag.ContinueOnError)
+	o.AddFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		t.Fatal(err)
+	}
+	return o
+}
+
+func TestCompleteChoosesModes(t *testing.T) {
+	tests := []struct {
+		name           string
+		args           []string
+		inCluster      bool
+		wantStandalone bool
+		wantEmbedded   bool
+		wantBind       string
+	}{
+		{name: "no flags: standalone on loopback with embedded etcd", wantStandalone: true, wantEmbedded: true, wantBind: "127.0.0.1"},
+		{name: "etcd servers given", args: []string{"--etcd-servers=http://127.0.0.1:2379"}, wantStandalone: true, wantBind: "127.0.0.1"},
+		{name: "authentication kubeconfig: delegated", args: []string{"--authentication-kubeconfig=/k"}, wantEmbedded: true, wantBind: "0.0.0.0"},
+		{name: "authorization kubeconfig: delegated", args: []string{"--authorization-kubeconfig=/k"}, wantEmbedded: true, wantBind: "0.0.0.0"},
+		{name: "core kubeconfig: delegated", args: []string{"--kubeconfig=/k"}, wantEmbedded: true, wantBind: "0.0.0.0"},
+		{name: "in cluster: delegated", inCluster: true, wantEmbedded: true, wantBind: "0.0.0.0"},
+		{name: "--standalone wins over a kubeconfig", args: []string{"--standalone", "--authentication-kubeconfig=/k"}, wantStandalone: true, wantEmbedded: true, wantBind: "127.0.0.1"},
+		{name: "--standalone=false wins over no kubeconfig", args: []string{"--standalone=false"}, wantEmbedded: true, wantBind: "0.0.0.0"},
+		{name: "explicit bind address kept when standalone", args: []string{"--bind-address=0.0.0.0"}, wantStandalone: true, wantEmbedded: true, wantBind: "0.0.0.0"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.inCluster {
+				t.Setenv("KUBERNETES_SERVICE_HOST", "10.0.0.1")
+			} else {
+				t.Setenv("KUBERNETES_SERVICE_HOST", "")
+			}
+			o := parse(t, append([]string{"--data-dir=" + t.TempDir()}, tt.args...)...)
+			if err := o.Complete(); err != nil {
+				t.Fatal(err)
+			}
+			if o.StandaloneMode() != tt.wantStandalone || o.EmbeddedEtcd() != tt.wantEmbedded {
+				t.Errorf("standalone=%v embedded=%v, want %v %v", o.StandaloneMode(), o.EmbeddedEtcd(), tt.wantStandalone, tt.wantEmbedded)
+			}
+			if got := o.Recommended.SecureServing.BindAddress.String(); got != tt.wantBind {
+				t.Errorf("bind address %s, want %s", got, tt.wantBind)
+			}
+			if o.StandaloneMode() && o.Recommended.Etcd.EnableGarbageCollection {
+				t.Error("standalone server enables garbage collection without a garbage collector")
+			}
+		})
+	}
+}
+
+func TestDefaults(t *testing.T) {
+	o := NewOptions()
+	if o.EventTTL != time.Hour {
+		t.Errorf("event TTL %v, want 1h", o.EventTTL)
+	}
+	if o.Recommended.SecureServing.BindPort != DefaultSecurePort {
+		t.Errorf("secure port %d, want %d", o.Recommended.SecureServing.BindPort, DefaultSecurePort)
+	}
+	if o.Recommended.Etcd.DefaultStorageMediaType != "application/vnd.kubernetes.protobuf" {
+		t.Errorf("storage media type %q, want protobuf", o.Recommended.Etcd.DefaultStorageMediaType)
+	}
+	if o.Recommended.Etcd.StorageConfig.Prefix != "/registry" {
+		t.Errorf("etcd prefix %q, want /registry", o.Recommended.Etcd.StorageConfig.Prefix)
+	}
+}
+
+func TestValidate(t *testing.T) {
+	tests := []struct {
+		name    string
+		args    []string
+		wantErr string
+	}{
+		{name: "embedded etcd needs no etcd servers"},
+		{name: "TTL under a second", args: []string{"--event-ttl=500ms"}, wantErr: "--event-ttl must be at least 1s"},
+		{name: "no data dir for the embedded etcd", args: []string{"--data-dir="}, wantErr: "--data-dir is required"},
+		{name: "no secure port", args: []string{"--secure-port=0"}, wantErr: "--secure-port must be set"},
+		{name: "bad storage media type", args: []string{"--storage-media-type=text/plain"}, wantErr: "storage-media-type"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Setenv("KUBERNETES_SERVICE_HOST", "")
+			o := parse(t, append([]string{"--data-dir=" + t.TempDir()}, tt.args...)...)
+			if err := o.Complete(); err != nil {
+				t.Fatal(err)
+			}
+			err := o.Validate()
+			switch {
+			case tt.wantErr == "" && err != nil:
+				t.Fatalf("unexpected error: %v", err)
+			case tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)):
+				t.Fatalf("error %v, want one containing %q", err, tt.wantErr)
+			}
+		})
+	}
+}
+
+func TestConfigWithoutEtcdAsksForRun(t *testing.T) {
+	t.Setenv("KUBERNETES_SERVICE_HOST", "")
+	o := parse(t, "--data-dir="+t.TempDir())
+	if err := o.Complete(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := o.Config(); err == nil || !strings.Contains(err.Error(), "embedded etcd") {
+		t.Fatalf("Config without etcd: %v, want an error pointing at Run", err)
+	}
+}

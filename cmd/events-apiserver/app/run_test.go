@@ -1,0 +1,176 @@
+package app
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"sigs.k8s.io/yaml"
+)
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// started runs the server in-process until the test ends and returns its
+// options once Ready is closed.
+func started(t *testing.T, dataDir string, port int) (*Options, context.CancelFunc, <-chan error) {
+	t.Helper()
+	t.Setenv("KUBERNETES_SERVICE_HOST", "")
+	o := parse(t, "--data-dir="+dataDir, "--secure-port="+strconv.Itoa(port), "--embedded-etcd-log-level=error")
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- Run(ctx, o) }()
+	select {
+	case <-o.Ready():
+	case err := <-done:
+		cancel()
+		t.Fatalf("Run returned before ready: %v", err)
+	case <-time.After(90 * time.Second):
+		cancel()
+		t.Fatal("server not ready in 90s")
+	}
+	return o, cancel, done
+}
+
+type kubeconfigFile struct {
+	Clusters []struct {
+		Cluster struct {
+			Server string `json:"server"`
+			CAData string `json:"certificate-authority-data"`
+		} `json:"cluster"`
+	} `json:"clusters"`
+	Users []struct {
+		User struct {
+			Cert string `json:"client-certificate-data"`
+			Key  string `json:"client-key-data"`
+		} `json:"user"`
+	} `json:"users"`
+}
+
+// adminClient reads the kubeconfig the server wrote and returns its server
+// URL and an HTTP client with its credentials.
+func adminClient(t *testing.T, path string) (string, *http.Client, *http.Client) {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kc kubeconfigFile
+	if err := yaml.Unmarshal(data, &kc); err != nil {
+		t.Fatal(err)
+	}
+	decode := func(s string) []byte {
+		b, err := base64.StdEncoding.DecodeString(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(decode(kc.Clusters[0].Cluster.CAData)) {
+		t.Fatal("no CA in kubeconfig")
+	}
+	pair, err := tls.X509KeyPair(decode(kc.Users[0].User.Cert), decode(kc.Users[0].User.Key))
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{pair}}}}
+	anonymous := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+	return kc.Clusters[0].Cluster.Server, admin, anonymous
+}
+
+func do(t *testing.T, c *http.Client, method, url, body string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	out, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(out)
+}
+
+func stop(t *testing.T, cancel context.CancelFunc, done <-chan error) {
+	t.Helper()
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil && !errors.Is(err, context.Canceled) {
+			t.Fatalf("Run: %v", err)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("server did not stop")
+	}
+}
+
+func TestRunStandaloneWithEmbeddedEtcdKeepsDataAcrossRestarts(t *testing.T) {
+	dataDir := t.TempDir()
+	port := freePort(t)
+	o, cancel, done := started(t, dataDir, port)
+
+	server, admin, anonymous := adminClient(t, o.KubeconfigPath())
+	if want := fmt.Sprintf("https://127.0.0.1:%d", port); server != want {
+		t.Errorf("kubeconfig server %s, want %s", server, want)
+	}
+	event := `{"apiVersion":"v1","kind":"Event","metadata":{"name":"e1","namespace":"default"},
+		"involvedObject":{"kind":"Pod","name":"p","namespace":"default"},"reason":"R","message":"m","type":"Normal","source":{"component":"c"}}`
+	if code, body := do(t, admin, http.MethodPost, server+"/api/v1/namespaces/default/events", event); code != http.StatusCreated {
+		t.Fatalf("create: %d %s", code, body)
+	}
+	if code, body := do(t, admin, http.MethodGet, server+"/apis/events.k8s.io/v1/namespaces/default/events/e1", ""); code != http.StatusOK || !strings.Contains(body, `"note":"m"`) {
+		t.Fatalf("read through events.k8s.io/v1: %d %s", code, body)
+	}
+	if code, _ := do(t, anonymous, http.MethodGet, server+"/readyz", ""); code != http.StatusOK {
+		t.Errorf("anonymous /readyz: %d, want 200", code)
+	}
+	if code, _ := do(t, anonymous, http.MethodGet, server+"/api/v1/events", ""); code != http.StatusUnauthorized {
+		t.Errorf("anonymous list: %d, want 401", code)
+	}
+	caBefore, err := os.ReadFile(filepath.Join(dataDir, "pki", "ca.crt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	stop(t, cancel, done)
+	if _, err := os.Stat(o.KubeconfigPath()); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("kubeconfig still there after shutdown: %v", err)
+	}
+
+	o, cancel, done = started(t, dataDir, port)
+	defer stop(t, cancel, done)
+	caAfter, err := os.ReadFile(filepath.Join(dataDir, "pki", "ca.crt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(caBefore) != string(caAfter) {
+		t.Error("restart generated a new CA")
+	}
+	server, admin, _ = adminClient(t, o.KubeconfigPath())
+	if code, body := do(t, admin, http.MethodGet, server+"/api/v1/namespaces/default/events/e1", ""); code != http.StatusOK {
+		t.Fatalf("event lost across restart: %d %s", code, body)
+	}
+}
