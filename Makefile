@@ -1,7 +1,7 @@
 # events-apiserver: `make help` lists the targets.
 SHELL := /usr/bin/env bash
 DATA_DIR ?= .cache/run
-PORT ?= 6443
+PORT ?= 8443
 GO ?= go
 
 .PHONY: help
