@@ -11,6 +11,7 @@ import (
 	"k8s.io/apiserver/pkg/registry/rest"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 
+	"github.com/kube-events/events-apiserver/pkg/admission/eventseries"
 	"github.com/kube-events/events-apiserver/pkg/apis/core"
 	corev1 "github.com/kube-events/events-apiserver/pkg/apis/core/v1"
 	"github.com/kube-events/events-apiserver/pkg/apis/events"
@@ -30,6 +31,11 @@ const eventsGroupPriority = 17750
 type ExtraConfig struct {
 	// EventTTL is the lease every create and update puts an event under.
 	EventTTL time.Duration
+	// SeriesSweeper, when set, runs an eventseries.Sweeper with these
+	// thresholds (those of the EventSeries admission plugin) from the
+	// server's start to its shutdown, marking abandoned series Unknown.
+	// Nil when the plugin is disabled: no plugin, no series states to keep.
+	SeriesSweeper *eventseries.Thresholds
 }
 
 // Config is the generic server configuration plus ExtraConfig. Its
@@ -80,6 +86,12 @@ func (c CompletedConfig) New() (*EventsServer, error) {
 	store, err := eventregistry.NewREST(Scheme, c.GenericConfig.RESTOptionsGetter, c.ExtraConfig.EventTTL)
 	if err != nil {
 		return nil, fmt.Errorf("creating the events store: %w", err)
+	}
+
+	if c.ExtraConfig.SeriesSweeper != nil {
+		if err := installSweeper(genericServer, store, *c.ExtraConfig.SeriesSweeper); err != nil {
+			return nil, fmt.Errorf("installing the event series sweeper: %w", err)
+		}
 	}
 
 	legacy := genericapiserver.NewDefaultAPIGroupInfo(core.GroupName, Scheme, ParameterCodec, Codecs)

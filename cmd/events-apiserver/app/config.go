@@ -104,20 +104,17 @@ func (o *Options) Config() (*apiserver.Config, error) {
 	if err := r.Features.ApplyTo(&cfg.Config, kubeClient, cfg.SharedInformerFactory); err != nil {
 		return nil, err
 	}
-	if !o.standalone {
-		initializers, err := r.ExtraAdmissionInitializers(cfg)
-		if err != nil {
-			return nil, err
-		}
-		if err := r.Admission.ApplyTo(&cfg.Config, cfg.SharedInformerFactory, kubeClient, dynamicClient,
-			r.FeatureGate, cfg.EffectiveVersion, initializers...); err != nil {
-			return nil, err
-		}
+	if err := o.applyAdmission(cfg, kubeClient, dynamicClient); err != nil {
+		return nil, err
+	}
+	sweeperThresholds, err := o.seriesSweeperThresholds()
+	if err != nil {
+		return nil, err
 	}
 
 	return &apiserver.Config{
 		GenericConfig: cfg,
-		ExtraConfig:   apiserver.ExtraConfig{EventTTL: o.EventTTL},
+		ExtraConfig:   apiserver.ExtraConfig{EventTTL: o.EventTTL, SeriesSweeper: sweeperThresholds},
 	}, nil
 }
 

@@ -48,6 +48,18 @@ const DefaultDataDir = "events-apiserver-data"
 //     is an aggregated API server: authentication through TokenReview and
 //     the front proxy's request headers, authorization through
 //     SubjectAccessReview, admission through the cluster's webhooks.
+//   - Admission: --enable-admission-plugins, --disable-admission-plugins and
+//     --admission-control-config-file work the same in both modes. Delegated,
+//     the chain is the generic recommended one with EventSeries added
+//     (NamespaceLifecycle, MutatingAdmissionPolicy, MutatingAdmissionWebhook,
+//     EventSeries, ValidatingAdmissionPolicy, ValidatingAdmissionWebhook);
+//     the generic plugins read namespaces, webhook and policy configurations
+//     from the kube-apiserver. Standalone there is none, so the chain holds
+//     only the enabled plugins that need no kube-apiserver (EventSeries);
+//     the others are left out, and naming one in --enable-admission-plugins
+//     is an error. EventSeries is on by default; while it is enabled, the
+//     server also runs its sweeper, with the thresholds of its entry in the
+//     admission configuration file (see pkg/admission/eventseries).
 type Options struct {
 	// Recommended are the generic API server options: etcd, serving,
 	// authentication, authorization, audit, features, admission...
@@ -90,6 +102,7 @@ func NewOptions() *Options {
 		ready:                make(chan struct{}),
 	}
 	o.Recommended.Etcd.DefaultStorageMediaType = apiserver.StorageMediaType
+	registerAdmissionPlugins(o.Recommended.Admission)
 	o.Recommended.SecureServing.BindPort = DefaultSecurePort
 	_, _ = o.ComponentGlobals.ComponentGlobalsOrRegister(basecompatibility.DefaultKubeComponent,
 		compatibility.DefaultBuildEffectiveVersion(), utilfeature.DefaultMutableFeatureGate)
@@ -181,8 +194,9 @@ func (o *Options) Complete() error {
 
 	if o.standalone {
 		// Nobody else is there: serve on loopback unless asked not to, and
-		// use neither the core API (admission, priority and fairness) nor
-		// garbage collection, which needs kube's garbage collector.
+		// use neither the core API (kube admission plugins, priority and
+		// fairness) nor garbage collection, which needs kube's garbage
+		// collector.
 		if !o.changed("bind-address") {
 			r.SecureServing.BindAddress = net.IPv4(127, 0, 0, 1)
 		}
@@ -217,6 +231,7 @@ func (o *Options) Validate() error {
 	errs = append(errs, r.Features.Validate()...)
 	errs = append(errs, r.CoreAPI.Validate()...)
 	errs = append(errs, r.Admission.Validate()...)
+	errs = append(errs, o.validateAdmission()...)
 	errs = append(errs, r.EgressSelector.Validate()...)
 	errs = append(errs, r.Traces.Validate()...)
 	errs = append(errs, o.ComponentGlobals.Validate()...)

@@ -47,6 +47,11 @@ type Configuration struct {
 	// considered abandoned: an Ongoing series last observed more than
 	// heartbeatInterval+heartbeatSlack ago becomes Unknown.
 	HeartbeatSlack *metav1.Duration `json:"heartbeatSlack,omitempty"`
+	// SweepInterval is how often the server's sweeper looks for abandoned
+	// series, so an abandoned series is marked Unknown at most this long
+	// after it crossed heartbeatInterval+heartbeatSlack. The admission
+	// plugin itself does not use it.
+	SweepInterval *metav1.Duration `json:"sweepInterval,omitempty"`
 }
 
 // Thresholds are the resolved durations the plugin and the sweeper work with.
@@ -54,6 +59,9 @@ type Thresholds struct {
 	FinishAfter       time.Duration
 	HeartbeatInterval time.Duration
 	HeartbeatSlack    time.Duration
+	// SweepInterval is how often the sweeper runs; zero means
+	// DefaultSweepInterval.
+	SweepInterval time.Duration
 }
 
 // DefaultThresholds are the thresholds when no configuration is given.
@@ -71,9 +79,13 @@ func (t Thresholds) AbandonedAfter() time.Duration {
 	return t.HeartbeatInterval + t.HeartbeatSlack
 }
 
-// Validate checks that every threshold is positive.
+// Validate checks that every threshold is positive, and the sweep interval
+// positive or zero (the default).
 func (t Thresholds) Validate() field.ErrorList {
 	var errs field.ErrorList
+	if t.SweepInterval < 0 {
+		errs = append(errs, field.Invalid(field.NewPath("sweepInterval"), t.SweepInterval.String(), "must be a positive duration"))
+	}
 	for _, d := range []struct {
 		name  string
 		value time.Duration
@@ -122,7 +134,14 @@ func LoadConfiguration(config io.Reader) (Thresholds, error) {
 	if cfg.HeartbeatSlack != nil {
 		thresholds.HeartbeatSlack = cfg.HeartbeatSlack.Duration
 	}
-	if errs := thresholds.Validate(); len(errs) > 0 {
+	errs := thresholds.Validate()
+	if cfg.SweepInterval != nil {
+		thresholds.SweepInterval = cfg.SweepInterval.Duration
+		if thresholds.SweepInterval <= 0 {
+			errs = append(errs, field.Invalid(field.NewPath("sweepInterval"), thresholds.SweepInterval.String(), "must be a positive duration"))
+		}
+	}
+	if len(errs) > 0 {
 		return Thresholds{}, fmt.Errorf("invalid %s: %w", ConfigurationKind, errs.ToAggregate())
 	}
 	return thresholds, nil

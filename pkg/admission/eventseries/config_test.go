@@ -47,6 +47,17 @@ func TestLoadConfiguration(t *testing.T) {
 			want: Thresholds{FinishAfter: 2 * time.Minute, HeartbeatInterval: 30 * time.Minute, HeartbeatSlack: 90 * time.Second},
 		},
 		{
+			name:   "sweep interval",
+			config: strings.NewReader(configHeader + "sweepInterval: 500ms\n"),
+			want: Thresholds{FinishAfter: DefaultFinishAfter, HeartbeatInterval: DefaultHeartbeatInterval, HeartbeatSlack: DefaultHeartbeatSlack,
+				SweepInterval: 500 * time.Millisecond},
+		},
+		{
+			name:    "zero sweep interval",
+			config:  strings.NewReader(configHeader + "sweepInterval: 0s\n"),
+			wantErr: `sweepInterval: Invalid value: "0s": must be a positive duration`,
+		},
+		{
 			name:    "unknown field",
 			config:  strings.NewReader(configHeader + "finishAfter: 6m\nheartbeat: 30m\n"),
 			wantErr: `unknown field "heartbeat"`,

@@ -74,6 +74,7 @@
 //	    finishAfter: 6m        # default, client-go's finishTime
 //	    heartbeatInterval: 30m # default, client-go's refreshTime
 //	    heartbeatSlack: 6m     # default
+//	    sweepInterval: 1m      # default; how often the server's sweeper runs
 //
 // # Sweeper
 //
@@ -81,5 +82,7 @@
 // than heartbeatInterval+heartbeatSlack ago, never Finished: only the reporter
 // knows a series ended. It works on SeriesStore, with optimistic concurrency,
 // and re-checks an event after a conflict, so a heartbeat that lands first
-// keeps its series Ongoing.
+// keeps its series Ongoing. The server runs it, with the plugin's thresholds
+// from the same configuration file, from start to shutdown whenever the
+// plugin is enabled.
 package eventseries

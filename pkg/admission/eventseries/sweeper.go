@@ -22,7 +22,7 @@ const DefaultSweepInterval = time.Minute
 const maxAttemptsPerEvent = 5
 
 // SeriesStore is what the sweeper needs from the server's event storage. The
-// server backs it with its loopback client or with the registry store.
+// server backs it with its registry store (pkg/apiserver).
 type SeriesStore interface {
 	// ListSeries returns the stored events of every namespace that may carry
 	// an Ongoing series. It may return more (singletons, other states): the

@@ -1,0 +1,163 @@
+package app
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/apiserver/pkg/admission"
+
+	"github.com/kube-events/events-apiserver/pkg/admission/eventseries"
+)
+
+func TestAdmissionPluginsPerMode(t *testing.T) {
+	delegatedChain := []string{"NamespaceLifecycle", "MutatingAdmissionPolicy", "MutatingAdmissionWebhook",
+		"EventSeries", "ValidatingAdmissionPolicy", "ValidatingAdmissionWebhook"}
+	tests := []struct {
+		name    string
+		args    []string
+		want    []string
+		wantErr string
+	}{
+		{name: "standalone: only what needs no kube-apiserver", want: []string{"EventSeries"}},
+		{name: "standalone, EventSeries disabled: empty chain", args: []string{"--disable-admission-plugins=EventSeries"}},
+		{name: "standalone, disabling a kube plugin is fine", args: []string{"--disable-admission-plugins=NamespaceLifecycle"}, want: []string{"EventSeries"}},
+		{name: "standalone, enabling a kube plugin is an error", args: []string{"--enable-admission-plugins=NamespaceLifecycle"},
+			want: []string{"EventSeries"}, wantErr: "--enable-admission-plugins: NamespaceLifecycle needs a kube-apiserver and cannot run standalone"},
+		{name: "standalone, enabling EventSeries is fine", args: []string{"--enable-admission-plugins=EventSeries"}, want: []string{"EventSeries"}},
+		{name: "unknown plugin", args: []string{"--disable-admission-plugins=NoSuchPlugin"}, want: []string{"EventSeries"},
+			wantErr: `disable-admission-plugins plugin "NoSuchPlugin" is unknown`},
+		{name: "delegated: the recommended chain with EventSeries", args: []string{"--standalone=false"}, want: delegatedChain},
+		{name: "delegated, EventSeries disabled", args: []string{"--standalone=false", "--disable-admission-plugins=EventSeries"},
+			want: slices.DeleteFunc(slices.Clone(delegatedChain), func(name string) bool { return name == "EventSeries" })},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Setenv("KUBERNETES_SERVICE_HOST", "")
+			o := parse(t, append([]string{"--data-dir=" + t.TempDir()}, tt.args...)...)
+			if err := o.Complete(); err != nil {
+				t.Fatal(err)
+			}
+			if got := o.AdmissionPlugins(); !slices.Equal(got, tt.want) {
+				t.Errorf("admission plugins %v, want %v", got, tt.want)
+			}
+			err := o.Validate()
+			switch {
+			case tt.wantErr == "" && err != nil:
+				t.Errorf("unexpected error: %v", err)
+			case tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)):
+				t.Errorf("error %v, want one containing %q", err, tt.wantErr)
+			}
+		})
+	}
+}
+
+// TestStandaloneConfigHasAdmissionAndSweeper builds the configuration of a
+// standalone server (Config connects to no etcd) and checks the admission
+// chain and the sweeper thresholds it carries.
+func TestStandaloneConfigHasAdmissionAndSweeper(t *testing.T) {
+	dir := t.TempDir()
+	configFile := filepath.Join(dir, "admission.yaml")
+	if err := os.WriteFile(configFile, []byte(`apiVersion: apiserver.config.k8s.io/v1
+kind: AdmissionConfiguration
+plugins:
+- name: EventSeries
+  configuration:
+    apiVersion: eventseries.admission.events.k8s.io/v1alpha1
+    kind: EventSeriesConfiguration
+    heartbeatInterval: 2s
+    heartbeatSlack: 1s
+    sweepInterval: 250ms
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	invalidFile := filepath.Join(dir, "invalid.yaml")
+	if err := os.WriteFile(invalidFile, []byte(`apiVersion: apiserver.config.k8s.io/v1
+kind: AdmissionConfiguration
+plugins:
+- name: EventSeries
+  configuration:
+    apiVersion: eventseries.admission.events.k8s.io/v1alpha1
+    kind: EventSeriesConfiguration
+    finishAfter: -1s
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	tests := []struct {
+		name        string
+		args        []string
+		wantAdmits  bool
+		wantSweeper *eventseries.Thresholds
+		wantErr     string
+	}{
+		{
+			name:        "default: plugin and sweeper with the default thresholds",
+			wantAdmits:  true,
+			wantSweeper: &eventseries.Thresholds{FinishAfter: 6 * time.Minute, HeartbeatInterval: 30 * time.Minute, HeartbeatSlack: 6 * time.Minute},
+		},
+		{
+			name:       "configuration file: the sweeper gets the plugin's thresholds",
+			args:       []string{"--admission-control-config-file=" + configFile},
+			wantAdmits: true,
+			wantSweeper: &eventseries.Thresholds{FinishAfter: 6 * time.Minute, HeartbeatInterval: 2 * time.Second, HeartbeatSlack: time.Second,
+				SweepInterval: 250 * time.Millisecond},
+		},
+		{
+			name: "plugin disabled: no admission, no sweeper",
+			args: []string{"--disable-admission-plugins=EventSeries", "--admission-control-config-file=" + configFile},
+		},
+		{
+			name:    "invalid thresholds fail the configuration",
+			args:    []string{"--admission-control-config-file=" + invalidFile},
+			wantErr: "finishAfter: Invalid value",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Setenv("KUBERNETES_SERVICE_HOST", "")
+			o := parse(t, append([]string{"--data-dir=" + t.TempDir(), "--etcd-servers=http://127.0.0.1:1",
+				"--secure-port=" + strconv.Itoa(freePort(t))}, tt.args...)...)
+			if err := o.Complete(); err != nil {
+				t.Fatal(err)
+			}
+			if err := o.Validate(); err != nil {
+				t.Fatal(err)
+			}
+			cfg, err := o.Config()
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("error %v, want one containing %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cfg.GenericConfig.SecureServing.Listener.Close()
+			chain := cfg.GenericConfig.AdmissionControl
+			if chain == nil {
+				t.Fatal("standalone server has no admission chain")
+			}
+			if _, ok := chain.(admission.MutationInterface); !ok {
+				t.Fatalf("admission chain %T does not mutate", chain)
+			}
+			for _, op := range []admission.Operation{admission.Create, admission.Update} {
+				if got := chain.Handles(op); got != tt.wantAdmits {
+					t.Errorf("chain handles %s: %v, want %v", op, got, tt.wantAdmits)
+				}
+			}
+			got := cfg.ExtraConfig.SeriesSweeper
+			switch {
+			case tt.wantSweeper == nil && got != nil:
+				t.Errorf("sweeper with %+v, want none", *got)
+			case tt.wantSweeper != nil && (got == nil || *got != *tt.wantSweeper):
+				t.Errorf("sweeper with %v, want %+v", got, *tt.wantSweeper)
+			}
+		})
+	}
+}

@@ -1,0 +1,158 @@
+package apiserver
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
+	"k8s.io/apiserver/pkg/registry/rest"
+	genericapiserver "k8s.io/apiserver/pkg/server"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	"github.com/kube-events/events-apiserver/pkg/admission/eventseries"
+	"github.com/kube-events/events-apiserver/pkg/apis/core"
+	eventconversion "github.com/kube-events/events-apiserver/pkg/conversion"
+	eventregistry "github.com/kube-events/events-apiserver/pkg/registry/event"
+)
+
+// sweeperHookName names the post-start hook that starts the event series
+// sweeper and the pre-shutdown hook that stops it.
+const sweeperHookName = "start-eventseries-sweeper"
+
+// sweeperListChunk bounds how many events the sweeper reads from etcd at a
+// time.
+const sweeperListChunk = 500
+
+// seriesStore is the sweeper's view of the events store. It works on the
+// registry store directly, in-process: the sweeper's write is a state change
+// the server makes itself after applying the same rule as the EventSeries
+// plugin (see eventseries.Sweeper), so it needs no authentication,
+// authorization or admission webhooks, and no client or conversion. Like
+// every write, it renews the event's TTL, so a series marked Unknown stays
+// visible for a full TTL.
+type seriesStore struct {
+	events *eventregistry.REST
+}
+
+var _ eventseries.SeriesStore = seriesStore{}
+
+// ListSeries lists, in chunks, the events of all namespaces whose series may
+// be Ongoing (state Ongoing or unset) and returns those with a series.
+func (s seriesStore) ListSeries(ctx context.Context) ([]*core.Event, error) {
+	ctx = genericapirequest.WithNamespace(ctx, metav1.NamespaceAll)
+	selector := fields.AndSelectors(
+		fields.OneTermNotEqualSelector(eventconversion.FieldSeriesState, string(core.EventSeriesStateFinished)),
+		fields.OneTermNotEqualSelector(eventconversion.FieldSeriesState, string(core.EventSeriesStateUnknown)),
+	)
+	var series []*core.Event
+	options := &metainternalversion.ListOptions{FieldSelector: selector, Limit: sweeperListChunk}
+	for {
+		obj, err := s.events.List(ctx, options)
+		if err != nil {
+			return nil, err
+		}
+		list, ok := obj.(*core.EventList)
+		if !ok {
+			return nil, fmt.Errorf("listing events returned %T", obj)
+		}
+		for i := range list.Items {
+			if list.Items[i].Series != nil {
+				series = append(series, &list.Items[i])
+			}
+		}
+		if list.Continue == "" {
+			return series, nil
+		}
+		options.Continue = list.Continue
+	}
+}
+
+// GetEvent reads one stored event.
+func (s seriesStore) GetEvent(ctx context.Context, namespace, name string) (*core.Event, error) {
+	obj, err := s.events.Get(genericapirequest.WithNamespace(ctx, namespace), name, &metav1.GetOptions{})
+	if err != nil {
+		return nil, err
+	}
+	event, ok := obj.(*core.Event)
+	if !ok {
+		return nil, fmt.Errorf("getting event %s/%s returned %T", namespace, name, obj)
+	}
+	return event, nil
+}
+
+// UpdateSeriesState writes state into the series of event, on condition
+// that the stored event is still at event's resourceVersion (the store
+// answers a Conflict otherwise).
+func (s seriesStore) UpdateSeriesState(ctx context.Context, event *core.Event, state core.EventSeriesState) error {
+	updated := event.DeepCopy()
+	updated.Series.State = state
+	_, _, err := s.events.Update(genericapirequest.WithNamespace(ctx, event.Namespace), event.Name,
+		rest.DefaultUpdatedObjectInfo(updated), rest.ValidateAllObjectFunc, rest.ValidateAllObjectUpdateFunc,
+		false, &metav1.UpdateOptions{})
+	return err
+}
+
+// installSweeper starts a sweeper over events with thresholds once the
+// server has started, and stops it, waiting for a sweep in progress to end,
+// when the server shuts down, before storage goes away.
+func installSweeper(server *genericapiserver.GenericAPIServer, events *eventregistry.REST, thresholds eventseries.Thresholds) error {
+	sweeper, err := eventseries.NewSweeper(seriesStore{events: events}, thresholds, clock.RealClock{})
+	if err != nil {
+		return err
+	}
+	interval := thresholds.SweepInterval
+	if interval <= 0 {
+		interval = eventseries.DefaultSweepInterval
+	}
+	runner := &sweeperRunner{}
+	if err := server.AddPostStartHook(sweeperHookName, func(hook genericapiserver.PostStartHookContext) error {
+		runner.start(hook, func(ctx context.Context) {
+			klog.FromContext(ctx).Info("Starting the event series sweeper",
+				"abandonedAfter", thresholds.AbandonedAfter(), "interval", interval)
+			sweeper.Run(ctx, interval)
+		})
+		return nil
+	}); err != nil {
+		return err
+	}
+	return server.AddPreShutdownHook(sweeperHookName, func() error {
+		runner.stop()
+		return nil
+	})
+}
+
+// sweeperRunner runs a function in the background between start and stop.
+type sweeperRunner struct {
+	mu     sync.Mutex
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// start runs run in a goroutine until stop is called or ctx ends.
+func (r *sweeperRunner) start(ctx context.Context, run func(context.Context)) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	ctx, r.cancel = context.WithCancel(ctx)
+	r.done = make(chan struct{})
+	go func(done chan struct{}) {
+		defer close(done)
+		run(ctx)
+	}(r.done)
+}
+
+// stop ends what start started and waits for it; without start it does
+// nothing.
+func (r *sweeperRunner) stop() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.cancel == nil {
+		return
+	}
+	r.cancel()
+	<-r.done
+}
