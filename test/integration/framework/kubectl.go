@@ -1,0 +1,58 @@
+package framework
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// kubectlTimeout bounds one kubectl run.
+const kubectlTimeout = time.Minute
+
+// EnvtestAsset returns the path of an executable of the envtest assets
+// ($KUBEBUILDER_ASSETS/name: etcd, kube-apiserver, kubectl). It fails the
+// test, never skips it, when KUBEBUILDER_ASSETS is unset or lacks name.
+func EnvtestAsset(t testing.TB, name string) string {
+	t.Helper()
+	assets := os.Getenv("KUBEBUILDER_ASSETS")
+	if assets == "" {
+		t.Fatalf("KUBEBUILDER_ASSETS is not set; these tests need the envtest binaries (%s): "+
+			`run them with KUBEBUILDER_ASSETS="$(hack/envtest-assets.sh)"`, name)
+	}
+	path := filepath.Join(assets, name)
+	if info, err := os.Stat(path); err != nil || info.IsDir() || info.Mode()&0o111 == 0 {
+		t.Fatalf("KUBEBUILDER_ASSETS=%s has no executable %s (%v): rebuild the assets with hack/envtest-assets.sh", assets, name, err)
+	}
+	return path
+}
+
+// Kubectl runs the kubectl of the envtest assets with kubeconfig and args
+// and returns what it printed. err is kubectl's exit error, if any; tests
+// assert on it as on the output. Each run has its own discovery cache and
+// a home directory of its own, so nothing outside the test is read or
+// written.
+func Kubectl(t testing.TB, kubeconfig string, args ...string) (stdout, stderr string, err error) {
+	t.Helper()
+	kubectl := EnvtestAsset(t, "kubectl")
+	home := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), kubectlTimeout)
+	defer cancel()
+
+	cmd := exec.CommandContext(ctx, kubectl, append([]string{
+		"--kubeconfig=" + kubeconfig,
+		"--cache-dir=" + filepath.Join(home, "cache"),
+	}, args...)...)
+	cmd.Env = []string{"HOME=" + home, "PATH=" + os.Getenv("PATH")}
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err = cmd.Run()
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		t.Fatalf("kubectl %v did not finish in %v; stdout:\n%s\nstderr:\n%s", args, kubectlTimeout, out.String(), errOut.String())
+	}
+	return out.String(), errOut.String(), err
+}

@@ -1,0 +1,434 @@
+// Package framework starts the real events-apiserver for integration
+// tests: in this process, through cmd/events-apiserver/app, on the embedded
+// etcd of its default contract or on an etcd binary of the envtest assets,
+// plus the kubectl of those assets.
+//
+// Tests run with the assets of hack/envtest-assets.sh:
+//
+//	KUBEBUILDER_ASSETS="$(hack/envtest-assets.sh)" go test ./test/integration/...
+package framework
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/spf13/pflag"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/kube-events/events-apiserver/cmd/events-apiserver/app"
+)
+
+// serverStartTimeout bounds one start of the server, embedded etcd included.
+const serverStartTimeout = 2 * time.Minute
+
+// serverStopTimeout bounds one stop of the server.
+const serverStopTimeout = time.Minute
+
+// serverStartMu serializes the configuration phase of servers started in
+// one process: the options share the process-wide component registry and
+// feature gates.
+var serverStartMu sync.Mutex
+
+// Server is an events-apiserver running in this test process in standalone
+// mode: client-certificate authentication against its own CA and the admin
+// kubeconfig it writes to <DataDir>/kubeconfig once ready.
+type Server struct {
+	// RestConfig is the admin (system:masters) client configuration read
+	// from the kubeconfig the server wrote. It stays valid across Restart.
+	RestConfig *rest.Config
+	// KubeconfigPath is the admin kubeconfig; it exists while the server runs.
+	KubeconfigPath string
+	// DataDir holds the embedded etcd, the certificates and the kubeconfig.
+	DataDir string
+	// Port is the secure port on 127.0.0.1; Restart keeps it.
+	Port int
+	// Args is the command line the server runs with.
+	Args []string
+	// Options are the options of the current run.
+	Options *app.Options
+
+	ownsDataDir bool
+	mu          sync.Mutex
+	cancel      context.CancelFunc
+	done        chan error
+}
+
+// ServerOption tunes StartServer and RunServer.
+type ServerOption func(*serverSettings)
+
+type serverSettings struct {
+	dataDir       string
+	eventTTL      time.Duration
+	etcdEndpoints []string
+	extraArgs     []string
+}
+
+// WithServerDataDir runs the server on dir instead of a new temporary
+// directory; the caller owns dir.
+func WithServerDataDir(dir string) ServerOption {
+	return func(s *serverSettings) { s.dataDir = dir }
+}
+
+// WithEventTTL sets --event-ttl.
+func WithEventTTL(ttl time.Duration) ServerOption {
+	return func(s *serverSettings) { s.eventTTL = ttl }
+}
+
+// WithEtcd stores events in the given etcd (--etcd-servers) instead of
+// the embedded one.
+func WithEtcd(e *Etcd) ServerOption {
+	return func(s *serverSettings) { s.etcdEndpoints = e.Endpoints }
+}
+
+// WithServerArgs appends flags to the server's command line.
+func WithServerArgs(args ...string) ServerOption {
+	return func(s *serverSettings) { s.extraArgs = append(s.extraArgs, args...) }
+}
+
+// StartServer starts the server, waits until it is ready and stops it when
+// the test ends. Without WithServerDataDir, its data directory is a
+// t.TempDir. It fails the test if the server does not become ready.
+func StartServer(t testing.TB, opts ...ServerOption) *Server {
+	t.Helper()
+	var settings serverSettings
+	for _, opt := range opts {
+		opt(&settings)
+	}
+	if settings.dataDir == "" {
+		opts = append(opts, WithServerDataDir(t.TempDir()))
+	}
+	s, err := RunServer(opts...)
+	if err != nil {
+		t.Fatalf("starting events-apiserver: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			t.Errorf("stopping events-apiserver: %v", err)
+		}
+	})
+	return s
+}
+
+// RunServer is StartServer for callers without a testing.TB, such as
+// TestMain: it returns once the server is ready, and the caller must Close
+// it. Without WithServerDataDir, Close removes the data directory it made.
+func RunServer(opts ...ServerOption) (*Server, error) {
+	var settings serverSettings
+	for _, opt := range opts {
+		opt(&settings)
+	}
+	s := &Server{DataDir: settings.dataDir}
+	if s.DataDir == "" {
+		dir, err := os.MkdirTemp("", "events-apiserver-test-")
+		if err != nil {
+			return nil, err
+		}
+		s.DataDir, s.ownsDataDir = dir, true
+	}
+	s.KubeconfigPath = filepath.Join(s.DataDir, "kubeconfig")
+
+	listener, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		s.removeDataDir()
+		return nil, err
+	}
+	s.Port = listener.Addr().(*net.TCPAddr).Port
+
+	// The command line of the default contract, --data-dir and
+	// --secure-port, with the authentication mode stated so that running
+	// in a pod (KUBERNETES_SERVICE_HOST set) changes nothing.
+	s.Args = []string{
+		"--data-dir=" + s.DataDir,
+		"--secure-port=" + strconv.Itoa(s.Port),
+		"--standalone",
+		"--embedded-etcd-log-level=error",
+	}
+	if settings.eventTTL != 0 {
+		s.Args = append(s.Args, "--event-ttl="+settings.eventTTL.String())
+	}
+	for _, endpoint := range settings.etcdEndpoints {
+		s.Args = append(s.Args, "--etcd-servers="+endpoint)
+	}
+	s.Args = append(s.Args, settings.extraArgs...)
+
+	if err := s.start(listener); err != nil {
+		s.removeDataDir()
+		return nil, err
+	}
+	return s, nil
+}
+
+// start runs the server on listener until Stop and waits until it is ready.
+func (s *Server) start(listener net.Listener) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cancel != nil {
+		listener.Close()
+		return errors.New("events-apiserver is already running")
+	}
+
+	serverStartMu.Lock()
+	defer serverStartMu.Unlock()
+
+	o := app.NewOptions()
+	fs := pflag.NewFlagSet("events-apiserver", pflag.ContinueOnError)
+	o.AddFlags(fs)
+	if err := fs.Parse(s.Args); err != nil {
+		listener.Close()
+		return fmt.Errorf("parsing %v: %w", s.Args, err)
+	}
+	// The port is already bound, so that no other process takes it
+	// between choosing it and the server listening on it.
+	o.Recommended.SecureServing.Listener = listener
+
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- app.Run(ctx, o) }()
+
+	timeout := time.NewTimer(serverStartTimeout)
+	defer timeout.Stop()
+	select {
+	case <-o.Ready():
+	case err := <-done:
+		cancel()
+		listener.Close()
+		return fmt.Errorf("events-apiserver %v stopped before it was ready: %v", s.Args, err)
+	case <-timeout.C:
+		return errors.Join(fmt.Errorf("events-apiserver %v not ready in %v", s.Args, serverStartTimeout), serverAbort(cancel, done))
+	}
+
+	config, err := clientcmd.BuildConfigFromFlags("", s.KubeconfigPath)
+	if err != nil {
+		return errors.Join(fmt.Errorf("reading the kubeconfig the server wrote: %w", err), serverAbort(cancel, done))
+	}
+	// Tests run many requests in parallel: no client-side throttling.
+	config.QPS, config.Burst = -1, -1
+	if s.RestConfig == nil {
+		s.RestConfig = config
+	}
+	s.Options = o
+	s.cancel, s.done = cancel, done
+	return nil
+}
+
+// serverAbort stops a run that failed to start and waits for it, boundedly.
+func serverAbort(cancel context.CancelFunc, done <-chan error) error {
+	cancel()
+	select {
+	case <-done:
+		return nil
+	case <-time.After(serverStopTimeout):
+		return fmt.Errorf("events-apiserver did not stop in %v", serverStopTimeout)
+	}
+}
+
+// Stop stops the server and waits until it has; the data directory stays
+// for Restart. Stopping a stopped server does nothing.
+func (s *Server) Stop() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cancel == nil {
+		return nil
+	}
+	s.cancel()
+	s.cancel = nil
+	select {
+	case err := <-s.done:
+		if err != nil && !errors.Is(err, context.Canceled) {
+			return fmt.Errorf("events-apiserver stopped with: %w", err)
+		}
+		return nil
+	case <-time.After(serverStopTimeout):
+		return fmt.Errorf("events-apiserver did not stop in %v", serverStopTimeout)
+	}
+}
+
+// Restart stops the server and starts it again with the same command line:
+// same data directory, same port.
+func (s *Server) Restart() error {
+	if err := s.Stop(); err != nil {
+		return err
+	}
+	listener, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(s.Port)))
+	if err != nil {
+		return fmt.Errorf("listening again on port %d: %w", s.Port, err)
+	}
+	return s.start(listener)
+}
+
+// Close stops the server and removes the data directory if RunServer made it.
+func (s *Server) Close() error {
+	err := s.Stop()
+	s.removeDataDir()
+	return err
+}
+
+func (s *Server) removeDataDir() {
+	if s.ownsDataDir {
+		_ = os.RemoveAll(s.DataDir)
+	}
+}
+
+// Etcd is an etcd binary of the envtest assets, started by the framework,
+// for tests that look at what the server stores: keys and leases.
+type Etcd struct {
+	// Endpoints are the client URLs (plain http on 127.0.0.1).
+	Endpoints []string
+	// Client is connected to Endpoints.
+	Client *clientv3.Client
+	// DataDir is etcd's data directory.
+	DataDir string
+
+	cmd    *exec.Cmd
+	exited chan struct{}
+	output *bytes.Buffer
+}
+
+// StartEtcd starts $KUBEBUILDER_ASSETS/etcd on free loopback ports with a
+// t.TempDir data directory, waits until it answers, and stops it when the
+// test ends. It fails the test if KUBEBUILDER_ASSETS is unset.
+func StartEtcd(t testing.TB) *Etcd {
+	t.Helper()
+	e, err := RunEtcd(EnvtestAsset(t, "etcd"), t.TempDir())
+	if err != nil {
+		t.Fatalf("starting etcd: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := e.Stop(); err != nil {
+			t.Errorf("stopping etcd: %v", err)
+		}
+	})
+	return e
+}
+
+// RunEtcd is StartEtcd for callers without a testing.TB: it starts the
+// etcd binary at path on dataDir; the caller must Stop it.
+func RunEtcd(path, dataDir string) (*Etcd, error) {
+	ports, err := etcdFreePorts(2)
+	if err != nil {
+		return nil, err
+	}
+	client := "http://127.0.0.1:" + strconv.Itoa(ports[0])
+	peer := "http://127.0.0.1:" + strconv.Itoa(ports[1])
+	e := &Etcd{Endpoints: []string{client}, DataDir: dataDir, exited: make(chan struct{}), output: &bytes.Buffer{}}
+	e.cmd = exec.Command(path,
+		"--name=default",
+		"--data-dir="+dataDir,
+		"--listen-client-urls="+client,
+		"--advertise-client-urls="+client,
+		"--listen-peer-urls="+peer,
+		"--initial-advertise-peer-urls="+peer,
+		"--initial-cluster=default="+peer,
+		"--unsafe-no-fsync",
+		"--log-level=error",
+	)
+	e.cmd.Stdout = &etcdSyncWriter{w: e.output}
+	e.cmd.Stderr = e.cmd.Stdout
+	// Dies with the test process, even if that one is killed.
+	e.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := e.cmd.Start(); err != nil {
+		return nil, err
+	}
+	go func() {
+		_ = e.cmd.Wait()
+		close(e.exited)
+	}()
+
+	e.Client, err = clientv3.New(clientv3.Config{Endpoints: e.Endpoints, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		_ = e.Stop()
+		return nil, err
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		_, err = e.Client.Get(ctx, "health")
+		cancel()
+		if err == nil {
+			return e, nil
+		}
+		select {
+		case <-e.exited:
+			return nil, fmt.Errorf("etcd exited: %s", e.Output())
+		default:
+		}
+		if time.Now().After(deadline) {
+			_ = e.Stop()
+			return nil, fmt.Errorf("etcd not answering in 30s: %v; output: %s", err, e.Output())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// Output is what etcd printed so far.
+func (e *Etcd) Output() string {
+	w := e.cmd.Stdout.(*etcdSyncWriter)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return e.output.String()
+}
+
+// Stop closes the client and terminates etcd, waiting until it has exited.
+func (e *Etcd) Stop() error {
+	var errs []error
+	if e.Client != nil {
+		if err := e.Client.Close(); err != nil && !errors.Is(err, context.Canceled) {
+			errs = append(errs, err)
+		}
+		e.Client = nil
+	}
+	select {
+	case <-e.exited:
+		return errors.Join(errs...)
+	default:
+	}
+	_ = e.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-e.exited:
+	case <-time.After(10 * time.Second):
+		_ = e.cmd.Process.Kill()
+		<-e.exited
+	}
+	return errors.Join(errs...)
+}
+
+// etcdSyncWriter lets etcd's output be read while etcd writes it.
+type etcdSyncWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (w *etcdSyncWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.w.Write(p)
+}
+
+// etcdFreePorts returns n distinct free loopback ports.
+func etcdFreePorts(n int) ([]int, error) {
+	var ports []int
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		defer l.Close()
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, nil
+}
