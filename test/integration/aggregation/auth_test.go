@@ -250,7 +250,7 @@ func (f roundTripperFunc) RoundTrip(req *http.Request) (*http.Response, error) {
 func TestThroughKubeAPIServerUserWithoutRBACIsForbidden(t *testing.T) {
 	ns := newNamespace(t)
 	nobody := addUser(t, "events-nobody")
-	_, stderr, err := kubectl(t, nobody.kubeconfig, "", "get", "events.events.k8s.io", "-n", ns)
+	_, stderr, err := framework.Kubectl(t, nobody.kubeconfig, "get", "events.events.k8s.io", "-n", ns)
 	if err == nil || !strings.Contains(stderr, forbiddenMessage(nobody.name, ns)) {
 		t.Errorf("kubectl get as %s: err %v, stderr %q; want %q", nobody.name, err, stderr, forbiddenMessage(nobody.name, ns))
 	}
@@ -285,7 +285,7 @@ func TestThroughKubeAPIServerViewRoleCanList(t *testing.T) {
 
 	viewer := addUser(t, "events-viewer")
 	bindRole(t, ns, "view", []string{viewer.name}, nil)
-	out, stderr, err := kubectl(t, viewer.kubeconfig, "", "get", "events.events.k8s.io", "-n", ns, "-o", "name")
+	out, stderr, err := framework.Kubectl(t, viewer.kubeconfig, "get", "events.events.k8s.io", "-n", ns, "-o", "name")
 	if err != nil {
 		t.Fatalf("kubectl get as %s: %v\n%s", viewer.name, err, stderr)
 	}

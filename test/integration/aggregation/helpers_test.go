@@ -1,10 +1,8 @@
 package aggregation
 
 import (
-	"bytes"
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -17,6 +15,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/kube-events/events-apiserver/test/integration/framework"
 )
 
 // timeout bounds each test's calls.
@@ -82,32 +82,11 @@ func addUser(t *testing.T, name string, groups ...string) user {
 	return user{name: name, config: u.Config(), kubeconfig: path}
 }
 
-// kubectl runs the envtest kubectl against kube-apiserver with the given
-// kubeconfig (the admin's when empty) and a fresh discovery cache, so that
-// it discovers the preferred versions as they are now.
-func kubectl(t *testing.T, kubeconfig string, stdin string, args ...string) (string, string, error) {
-	t.Helper()
-	if kubeconfig == "" {
-		kubeconfig = cluster.Kubeconfig
-	}
-	args = append([]string{"--kubeconfig=" + kubeconfig, "--cache-dir=" + t.TempDir()}, args...)
-	ctx, cancel := context.WithTimeout(t.Context(), timeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, cluster.KubectlPath, args...)
-	cmd.Env = append(os.Environ(), "HOME="+t.TempDir())
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if stdin != "" {
-		cmd.Stdin = strings.NewReader(stdin)
-	}
-	err := cmd.Run()
-	return stdout.String(), stderr.String(), err
-}
-
-// mustKubectl is kubectl as the admin, failing the test on error.
+// mustKubectl runs kubectl against kube-apiserver as the admin, failing
+// the test on error.
 func mustKubectl(t *testing.T, args ...string) string {
 	t.Helper()
-	stdout, stderr, err := kubectl(t, "", "", args...)
+	stdout, stderr, err := framework.Kubectl(t, cluster.Kubeconfig, args...)
 	if err != nil {
 		t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, stderr)
 	}

@@ -2,6 +2,8 @@ package aggregation
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -12,6 +14,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/kube-events/events-apiserver/test/integration/framework"
 )
 
 // TestPlainKubectlGetIsAnsweredByOurServer creates an event directly in our
@@ -76,7 +80,11 @@ series:
   lastObservedTime: "` + now.Format("2006-01-02T15:04:05.000000Z") + `"
   state: Ongoing
 `
-	if _, stderr, err := kubectl(t, "", manifest, "create", "-f", "-"); err != nil {
+	file := filepath.Join(t.TempDir(), "event.yaml")
+	if err := os.WriteFile(file, []byte(manifest), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, stderr, err := framework.Kubectl(t, cluster.Kubeconfig, "create", "-f", file); err != nil {
 		t.Fatalf("kubectl create: %v\n%s", err, stderr)
 	}
 	if got := mustKubectl(t, "get", "events.events.k8s.io", "-n", ns, "backoff", "-o", "jsonpath={.series.state}"); got != "Ongoing" {
@@ -208,7 +216,7 @@ func TestKubectlFieldSelectorsReachOurServer(t *testing.T) {
 
 	// The same selectors at kube-apiserver's own version: unsupported.
 	for _, selector := range []string{"related.name=web-0", "action=Pulling"} {
-		_, stderr, err := kubectl(t, "", "", "get", "events.v1.events.k8s.io", "-n", ns, "--field-selector", selector)
+		_, stderr, err := framework.Kubectl(t, cluster.Kubeconfig, "get", "events.v1.events.k8s.io", "-n", ns, "--field-selector", selector)
 		if err == nil || !strings.Contains(stderr, "field label not supported") {
 			t.Errorf("kube-apiserver's events.k8s.io/v1 with --field-selector %s: err %v, stderr %q; want field label not supported", selector, err, stderr)
 		}
