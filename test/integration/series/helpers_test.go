@@ -1,0 +1,160 @@
+package series
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/strategicpatch"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/events"
+
+	ourv1 "github.com/kube-events/events-apiserver/pkg/apis/events/v1"
+	"github.com/kube-events/events-apiserver/pkg/generated/clientset/versioned"
+)
+
+// callTimeout bounds each test's API calls and waits.
+const callTimeout = 60 * time.Second
+
+func testContext(t *testing.T) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), callTimeout)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// clients reach one server: upstream client-go (k8s.io/api types, which know
+// nothing of series.state), and this repository's generated clientset,
+// whose types carry series.state.
+type clients struct {
+	upstream kubernetes.Interface
+	ours     versioned.Interface
+}
+
+func clientsFor(t *testing.T, cfg *rest.Config) clients {
+	t.Helper()
+	upstream, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ours, err := versioned.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return clients{upstream: upstream, ours: ours}
+}
+
+// recorder is an unmodified client-go tools/events recorder writing to the
+// server through events.k8s.io/v1.
+type recorder struct {
+	events.EventRecorder
+	stop func()
+}
+
+// ReportingController is what the tests' recorders report as.
+const reportingController = "ctrl"
+
+func startRecorder(t *testing.T, cfg *rest.Config) *recorder {
+	t.Helper()
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	broadcaster := events.NewBroadcaster(&events.EventSinkImpl{Interface: client.EventsV1()})
+	ctx, cancel := context.WithCancel(context.Background())
+	if err := broadcaster.StartRecordingToSinkWithContext(ctx); err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	stopped := false
+	r := &recorder{
+		EventRecorder: broadcaster.NewRecorder(scheme.Scheme, reportingController),
+		stop: func() {
+			if !stopped {
+				stopped = true
+				cancel()
+				broadcaster.Shutdown()
+			}
+		},
+	}
+	t.Cleanup(r.stop)
+	return r
+}
+
+// pod is what the recorded events are about.
+func pod(namespace string) *corev1.Pod {
+	return &corev1.Pod{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "web-0", UID: "0b6e1a3c-5a1e-4c41-9d2b-2f3f1c0d9e01"},
+	}
+}
+
+// seriesPatch is client-go's createPatchBytesForSeries (tools/events,
+// v0.37.2), verbatim: the strategic merge patch its recorder sends for every
+// write to a series, the count-2 write, the heartbeats and the final write.
+func seriesPatch(event *eventsv1.Event) ([]byte, error) {
+	oldEvent := event.DeepCopy()
+	oldEvent.Series = nil
+	oldData, err := json.Marshal(oldEvent)
+	if err != nil {
+		return nil, err
+	}
+	newData, err := json.Marshal(event)
+	if err != nil {
+		return nil, err
+	}
+	return strategicpatch.CreateTwoWayMergePatch(oldData, newData, eventsv1.Event{})
+}
+
+// waitForEvents polls the events of namespace (through the generated
+// clientset, which shows series.state) until done accepts them.
+func waitForEvents(t *testing.T, c clients, namespace string, what string, done func([]ourv1.Event) bool) []ourv1.Event {
+	t.Helper()
+	var items []ourv1.Event
+	err := wait.PollUntilContextTimeout(testContext(t), 50*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		list, err := c.ours.EventsV1().Events(namespace).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		items = list.Items
+		return done(items), nil
+	})
+	if err != nil {
+		t.Fatalf("waiting for %s: %v; events now: %s", what, err, describe(items))
+	}
+	return items
+}
+
+func describe(items []ourv1.Event) string {
+	var parts []string
+	for _, e := range items {
+		s := e.Name + " (singleton)"
+		if e.Series != nil {
+			s = fmt.Sprintf("%s (count %d, lastObservedTime %s, state %q)", e.Name, e.Series.Count,
+				e.Series.LastObservedTime.UTC().Format(metav1.RFC3339Micro), e.Series.State)
+		}
+		parts = append(parts, s)
+	}
+	return "[" + strings.Join(parts, ", ") + "]"
+}
+
+// writeFile writes contents to a file in a test directory and returns its path.
+func writeFile(t *testing.T, dir, name, contents string) string {
+	t.Helper()
+	path := filepath.Join(dir, name)
+	if err := os.WriteFile(path, []byte(contents), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
