@@ -242,122 +242,83 @@ type apiVersion struct {
 	legacy bool
 }
 
+// typedEvents is what the typed clients of every version offer for events.
+type typedEvents[E, L any] interface {
+	Create(ctx context.Context, event *E, opts metav1.CreateOptions) (*E, error)
+	Get(ctx context.Context, name string, opts metav1.GetOptions) (*E, error)
+	List(ctx context.Context, opts metav1.ListOptions) (*L, error)
+	Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error)
+}
+
+// newAPIVersion builds an apiVersion from one version's typed client and its
+// conversions to and from eventView.
+func newAPIVersion[E, L any](
+	name string,
+	legacy bool,
+	events func(c client, namespace string) typedEvents[E, L],
+	eventOf func(eventView) *E,
+	viewOf func(*E) eventView,
+	itemsOf func(*L) ([]E, metav1.ListMeta),
+) apiVersion {
+	return apiVersion{
+		name:   name,
+		legacy: legacy,
+		create: func(ctx context.Context, c client, v eventView) (eventView, error) {
+			e, err := events(c, v.Namespace).Create(ctx, eventOf(v), metav1.CreateOptions{})
+			if err != nil {
+				return eventView{}, err
+			}
+			return viewOf(e), nil
+		},
+		get: func(ctx context.Context, c client, namespace, name string) (eventView, error) {
+			e, err := events(c, namespace).Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return eventView{}, err
+			}
+			return viewOf(e), nil
+		},
+		list: func(ctx context.Context, c client, namespace string, opts metav1.ListOptions) ([]eventView, metav1.ListMeta, error) {
+			l, err := events(c, namespace).List(ctx, opts)
+			if err != nil {
+				return nil, metav1.ListMeta{}, err
+			}
+			items, meta := itemsOf(l)
+			var views []eventView
+			for i := range items {
+				views = append(views, viewOf(&items[i]))
+			}
+			return views, meta, nil
+		},
+		watch: func(ctx context.Context, c client, namespace string, opts metav1.ListOptions) (watch.Interface, error) {
+			return events(c, namespace).Watch(ctx, opts)
+		},
+		view: func(obj runtime.Object) (eventView, bool) {
+			e, ok := any(obj).(*E)
+			if !ok {
+				return eventView{}, false
+			}
+			return viewOf(e), true
+		},
+	}
+}
+
 var (
-	coreV1 = apiVersion{
-		name:   "core/v1",
-		legacy: true,
-		create: func(ctx context.Context, c client, v eventView) (eventView, error) {
-			e, err := c.CoreV1().Events(v.Namespace).Create(ctx, coreEventOf(v), metav1.CreateOptions{})
-			if err != nil {
-				return eventView{}, err
-			}
-			return viewOfCore(e), nil
+	coreV1 = newAPIVersion("core/v1", true,
+		func(c client, ns string) typedEvents[corev1.Event, corev1.EventList] { return c.CoreV1().Events(ns) },
+		coreEventOf, viewOfCore,
+		func(l *corev1.EventList) ([]corev1.Event, metav1.ListMeta) { return l.Items, l.ListMeta })
+	eventsV1beta1 = newAPIVersion("events.k8s.io/v1beta1", false,
+		func(c client, ns string) typedEvents[eventsv1beta1.Event, eventsv1beta1.EventList] {
+			return c.EventsV1beta1().Events(ns)
 		},
-		get: func(ctx context.Context, c client, namespace, name string) (eventView, error) {
-			e, err := c.CoreV1().Events(namespace).Get(ctx, name, metav1.GetOptions{})
-			if err != nil {
-				return eventView{}, err
-			}
-			return viewOfCore(e), nil
+		v1beta1EventOf, viewOfV1beta1,
+		func(l *eventsv1beta1.EventList) ([]eventsv1beta1.Event, metav1.ListMeta) { return l.Items, l.ListMeta })
+	eventsV1 = newAPIVersion("events.k8s.io/v1", false,
+		func(c client, ns string) typedEvents[eventsv1.Event, eventsv1.EventList] {
+			return c.EventsV1().Events(ns)
 		},
-		list: func(ctx context.Context, c client, namespace string, opts metav1.ListOptions) ([]eventView, metav1.ListMeta, error) {
-			l, err := c.CoreV1().Events(namespace).List(ctx, opts)
-			if err != nil {
-				return nil, metav1.ListMeta{}, err
-			}
-			var views []eventView
-			for i := range l.Items {
-				views = append(views, viewOfCore(&l.Items[i]))
-			}
-			return views, l.ListMeta, nil
-		},
-		watch: func(ctx context.Context, c client, namespace string, opts metav1.ListOptions) (watch.Interface, error) {
-			return c.CoreV1().Events(namespace).Watch(ctx, opts)
-		},
-		view: func(obj runtime.Object) (eventView, bool) {
-			e, ok := obj.(*corev1.Event)
-			if !ok {
-				return eventView{}, false
-			}
-			return viewOfCore(e), true
-		},
-	}
-	eventsV1beta1 = apiVersion{
-		name: "events.k8s.io/v1beta1",
-		create: func(ctx context.Context, c client, v eventView) (eventView, error) {
-			e, err := c.EventsV1beta1().Events(v.Namespace).Create(ctx, v1beta1EventOf(v), metav1.CreateOptions{})
-			if err != nil {
-				return eventView{}, err
-			}
-			return viewOfV1beta1(e), nil
-		},
-		get: func(ctx context.Context, c client, namespace, name string) (eventView, error) {
-			e, err := c.EventsV1beta1().Events(namespace).Get(ctx, name, metav1.GetOptions{})
-			if err != nil {
-				return eventView{}, err
-			}
-			return viewOfV1beta1(e), nil
-		},
-		list: func(ctx context.Context, c client, namespace string, opts metav1.ListOptions) ([]eventView, metav1.ListMeta, error) {
-			l, err := c.EventsV1beta1().Events(namespace).List(ctx, opts)
-			if err != nil {
-				return nil, metav1.ListMeta{}, err
-			}
-			var views []eventView
-			for i := range l.Items {
-				views = append(views, viewOfV1beta1(&l.Items[i]))
-			}
-			return views, l.ListMeta, nil
-		},
-		watch: func(ctx context.Context, c client, namespace string, opts metav1.ListOptions) (watch.Interface, error) {
-			return c.EventsV1beta1().Events(namespace).Watch(ctx, opts)
-		},
-		view: func(obj runtime.Object) (eventView, bool) {
-			e, ok := obj.(*eventsv1beta1.Event)
-			if !ok {
-				return eventView{}, false
-			}
-			return viewOfV1beta1(e), true
-		},
-	}
-	eventsV1 = apiVersion{
-		name: "events.k8s.io/v1",
-		create: func(ctx context.Context, c client, v eventView) (eventView, error) {
-			e, err := c.EventsV1().Events(v.Namespace).Create(ctx, v1EventOf(v), metav1.CreateOptions{})
-			if err != nil {
-				return eventView{}, err
-			}
-			return viewOfV1(e), nil
-		},
-		get: func(ctx context.Context, c client, namespace, name string) (eventView, error) {
-			e, err := c.EventsV1().Events(namespace).Get(ctx, name, metav1.GetOptions{})
-			if err != nil {
-				return eventView{}, err
-			}
-			return viewOfV1(e), nil
-		},
-		list: func(ctx context.Context, c client, namespace string, opts metav1.ListOptions) ([]eventView, metav1.ListMeta, error) {
-			l, err := c.EventsV1().Events(namespace).List(ctx, opts)
-			if err != nil {
-				return nil, metav1.ListMeta{}, err
-			}
-			var views []eventView
-			for i := range l.Items {
-				views = append(views, viewOfV1(&l.Items[i]))
-			}
-			return views, l.ListMeta, nil
-		},
-		watch: func(ctx context.Context, c client, namespace string, opts metav1.ListOptions) (watch.Interface, error) {
-			return c.EventsV1().Events(namespace).Watch(ctx, opts)
-		},
-		view: func(obj runtime.Object) (eventView, bool) {
-			e, ok := obj.(*eventsv1.Event)
-			if !ok {
-				return eventView{}, false
-			}
-			return viewOfV1(e), true
-		},
-	}
+		v1EventOf, viewOfV1,
+		func(l *eventsv1.EventList) ([]eventsv1.Event, metav1.ListMeta) { return l.Items, l.ListMeta })
 
 	allVersions = []apiVersion{coreV1, eventsV1beta1, eventsV1}
 )
