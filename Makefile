@@ -9,7 +9,7 @@ help: ## List the targets.
 	@awk 'BEGIN {FS = ":.*?## "} /^[a-zA-Z_-]+:.*?## / {printf "  %-16s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 .PHONY: run
-run: ## Run the server on the embedded default (embedded etcd, generated certs, $(DATA_DIR)/kubeconfig).
+run: ## Run the server on the embedded default (embedded etcd, generated certs, kubeconfig in DATA_DIR=.cache/run).
 	$(GO) run ./cmd/events-apiserver --data-dir $(DATA_DIR) --secure-port $(PORT)
 
 .PHONY: build
@@ -26,7 +26,7 @@ test-unit: ## Run the unit tests only (no etcd, no kube-apiserver).
 
 .PHONY: test-integration
 test-integration: ## Run the integration tests (builds envtest assets on first use).
-	KUBEBUILDER_ASSETS="$$(hack/envtest-assets.sh)" $(GO) test ./test/integration/...
+	assets="$$(hack/envtest-assets.sh)" && KUBEBUILDER_ASSETS="$$assets" PATH="$$assets:$$PATH" $(GO) test -count=1 ./test/integration/...
 
 .PHONY: generate
 generate: ## Regenerate deepcopy, conversion, defaults, openapi, protobuf and clients.
