@@ -171,7 +171,9 @@ func TestUnchanged(t *testing.T) {
 }
 
 func TestQueue(t *testing.T) {
-	ev := func(rv string) *corev1.Event { return &corev1.Event{ObjectMeta: metav1.ObjectMeta{ResourceVersion: rv}} }
+	ev := func(rv string) *corev1.Event {
+		return &corev1.Event{ObjectMeta: metav1.ObjectMeta{ResourceVersion: rv}}
+	}
 	t.Run("a new key beyond the bound is refused, an update of a waiting key takes no slot", func(t *testing.T) {
 		q := newQueue(2)
 		for _, step := range []struct {
