@@ -79,6 +79,8 @@ type Options struct {
 	Standalone *bool
 	// EmbeddedEtcdLogLevel is the embedded etcd's log level.
 	EmbeddedEtcdLogLevel string
+	// Mirror configures the copy of kube-apiserver's events into our store.
+	Mirror MirrorOptions
 
 	flags     *cliflag.NamedFlagSets
 	completed bool
@@ -99,6 +101,7 @@ func NewOptions() *Options {
 		DataDir:              DefaultDataDir,
 		EventTTL:             apiserver.DefaultEventTTL,
 		EmbeddedEtcdLogLevel: "warn",
+		Mirror:               newMirrorOptions(),
 		ready:                make(chan struct{}),
 	}
 	o.Recommended.Etcd.DefaultStorageMediaType = apiserver.StorageMediaType
@@ -124,6 +127,8 @@ func (o *Options) Flags() cliflag.NamedFlagSets {
 		"Defaults to true when none of --authentication-kubeconfig, --authorization-kubeconfig and --kubeconfig is set and the server does not run in a cluster.")
 	fs.Lookup("standalone").NoOptDefVal = "true"
 	fs.StringVar(&o.EmbeddedEtcdLogLevel, "embedded-etcd-log-level", o.EmbeddedEtcdLogLevel, "Log level of the embedded etcd (debug, info, warn, error); used without --etcd-servers.")
+
+	o.Mirror.addFlags(fss.FlagSet("mirror"))
 
 	r := o.Recommended
 	r.Etcd.AddFlags(fss.FlagSet("etcd"))
@@ -235,6 +240,7 @@ func (o *Options) Validate() error {
 	errs = append(errs, r.EgressSelector.Validate()...)
 	errs = append(errs, r.Traces.Validate()...)
 	errs = append(errs, o.ComponentGlobals.Validate()...)
+	errs = append(errs, o.Mirror.validate()...)
 
 	if o.EventTTL < time.Second {
 		errs = append(errs, fmt.Errorf("--event-ttl must be at least 1s, got %v", o.EventTTL))
