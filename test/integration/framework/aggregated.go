@@ -113,6 +113,10 @@ type AggregatedClusterOptions struct {
 	RepoRoot string
 	// ExtraServerFlags are appended to our server's command line.
 	ExtraServerFlags []string
+	// MirrorFromAdmin adds --mirror-kubeconfig with the admin kubeconfig
+	// of the envtest kube-apiserver (known only once it runs), so that our
+	// server mirrors kube-apiserver's core/v1 events.
+	MirrorFromAdmin bool
 	// Timeout bounds the whole start; 3 minutes when zero.
 	Timeout time.Duration
 }
@@ -173,7 +177,11 @@ func StartAggregatedCluster(o AggregatedClusterOptions) (c *AggregatedCluster, e
 	if err != nil {
 		return c, err
 	}
-	if err := c.startServer(ctx, certs, serverKubeconfig, o.ExtraServerFlags); err != nil {
+	serverFlags := o.ExtraServerFlags
+	if o.MirrorFromAdmin {
+		serverFlags = append(append([]string{}, serverFlags...), "--mirror-kubeconfig="+c.Kubeconfig)
+	}
+	if err := c.startServer(ctx, certs, serverKubeconfig, serverFlags); err != nil {
 		return c, err
 	}
 	if err := c.register(ctx, objects); err != nil {

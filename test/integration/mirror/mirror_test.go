@@ -1,0 +1,323 @@
+// Package mirror runs events-apiserver as the aggregated server of
+// events.k8s.io/v1beta1 behind a real kube-apiserver (envtest), mirroring
+// kube-apiserver's core/v1 events, and checks through kube-apiserver that
+// what is written there appears in our v1beta1.
+//
+// Run with the envtest assets of hack/envtest-assets.sh:
+//
+//	KUBEBUILDER_ASSETS="$(hack/envtest-assets.sh)" go test ./test/integration/mirror/
+package mirror
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	eventsv1beta1 "k8s.io/api/events/v1beta1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/events"
+
+	pkgmirror "github.com/kube-events/events-apiserver/pkg/mirror"
+	"github.com/kube-events/events-apiserver/test/integration/framework"
+)
+
+const timeout = 60 * time.Second
+
+// cluster mirrors with the default bounds.
+var cluster *framework.AggregatedCluster
+
+func TestMain(m *testing.M) {
+	var err error
+	cluster, err = framework.StartAggregatedCluster(framework.AggregatedClusterOptions{MirrorFromAdmin: true})
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "starting the aggregated cluster: %v\n", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	if err := cluster.Stop(); err != nil {
+		fmt.Fprintf(os.Stderr, "stopping the aggregated cluster: %v\n", err)
+		if code == 0 {
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+func testContext(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(t.Context(), timeout)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func client(t *testing.T, c *framework.AggregatedCluster) kubernetes.Interface {
+	t.Helper()
+	cs, err := kubernetes.NewForConfig(c.AdminConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cs
+}
+
+func newNamespace(t *testing.T, c *framework.AggregatedCluster) string {
+	t.Helper()
+	ns, err := client(t, c).CoreV1().Namespaces().Create(testContext(t),
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "mirror-"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ns.Name
+}
+
+// waitForV1beta1 polls our v1beta1 (through kube-apiserver's aggregator)
+// with the field selector until the listed names are want.
+func waitForV1beta1(t *testing.T, ns, selector string, want ...string) []eventsv1beta1.Event {
+	t.Helper()
+	var got []eventsv1beta1.Event
+	var last error
+	err := wait.PollUntilContextTimeout(testContext(t), 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		list, err := client(t, cluster).EventsV1beta1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: selector})
+		if last = err; err != nil {
+			return false, nil
+		}
+		got = list.Items
+		var names []string
+		for _, e := range got {
+			names = append(names, e.Name)
+		}
+		return strings.Join(names, ",") == strings.Join(want, ","), nil
+	})
+	if err != nil {
+		var names []string
+		for _, e := range got {
+			names = append(names, e.Name)
+		}
+		t.Fatalf("v1beta1 events in %s with %q: %v (last error %v), want %v", ns, selector, names, last, want)
+	}
+	return got
+}
+
+// Events created in kube-apiserver through core/v1 (a legacy one and one
+// in the events.k8s.io shape) and through client-go's events.k8s.io
+// recorder appear in our v1beta1, selectable by related.name, action and
+// regarding.name, labelled as mirrored.
+func TestCoreV1EventsAppearInOurV1beta1(t *testing.T) {
+	ns := newNamespace(t, cluster)
+	ctx := testContext(t)
+	upstream := client(t, cluster).CoreV1().Events(ns)
+	now := time.Now()
+	legacy := &corev1.Event{
+		ObjectMeta:     metav1.ObjectMeta{Name: "web-0.legacy", Namespace: ns},
+		InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: ns, Name: "web-0", APIVersion: "v1"},
+		Reason:         "BackOff", Message: "Back-off restarting failed container", Type: corev1.EventTypeWarning,
+		Source:         corev1.EventSource{Component: "kubelet", Host: "node-1"},
+		FirstTimestamp: metav1.NewTime(now), LastTimestamp: metav1.NewTime(now), Count: 1,
+	}
+	modern := &corev1.Event{
+		ObjectMeta:     metav1.ObjectMeta{Name: "web-1.modern", Namespace: ns},
+		InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: ns, Name: "web-1", APIVersion: "v1"},
+		Related:        &corev1.ObjectReference{Kind: "Node", Name: "node-7", APIVersion: "v1"},
+		Reason:         "Scheduled", Message: "assigned to node-7", Type: corev1.EventTypeNormal, Action: "Binding",
+		EventTime: metav1.NewMicroTime(now), ReportingController: "default-scheduler", ReportingInstance: "scheduler-1",
+		Series: &corev1.EventSeries{Count: 2, LastObservedTime: metav1.NewMicroTime(now)},
+	}
+	for _, e := range []*corev1.Event{legacy, modern} {
+		if _, err := upstream.Create(ctx, e, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// client-go's events.k8s.io recorder, writing to kube-apiserver's
+	// events.k8s.io/v1.
+	broadcaster := events.NewBroadcaster(&events.EventSinkImpl{Interface: client(t, cluster).EventsV1()})
+	if err := broadcaster.StartRecordingToSinkWithContext(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(broadcaster.Shutdown)
+	recorder := broadcaster.NewRecorder(scheme.Scheme, "mirror-test-controller")
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "recorded-pod", Namespace: ns, UID: "recorded-pod-uid"}}
+	recorder.Eventf(pod, nil, corev1.EventTypeNormal, "Pulled", "Pulling", "pulled image %s", "busybox")
+
+	waitForV1beta1(t, ns, "related.name=node-7", "web-1.modern")
+	waitForV1beta1(t, ns, "action=Binding", "web-1.modern")
+	got := waitForV1beta1(t, ns, "regarding.name=web-0", "web-0.legacy")
+	if got[0].DeprecatedCount != 1 || got[0].DeprecatedSource.Component != "kubelet" || got[0].Reason != "BackOff" {
+		t.Errorf("mirrored legacy event = %+v", got[0])
+	}
+	if got[0].Labels[pkgmirror.LabelMirroredFrom] != pkgmirror.SourceKubeAPIServer {
+		t.Errorf("labels = %v, want the mirrored-from label", got[0].Labels)
+	}
+	recorded := waitForV1beta1(t, ns, "regarding.name=recorded-pod,action=Pulling", eventName(t, ns, "recorded-pod"))
+	if recorded[0].ReportingController != "mirror-test-controller" || recorded[0].Note != "pulled image busybox" {
+		t.Errorf("mirrored recorder event = %+v", recorded[0])
+	}
+	modernGot := waitForV1beta1(t, ns, "regarding.name=web-1", "web-1.modern")
+	if s := modernGot[0].Series; s == nil || s.Count != 2 {
+		t.Errorf("mirrored series = %+v", s)
+	}
+}
+
+// eventName is the name of the one upstream event about the named object.
+func eventName(t *testing.T, ns, regarding string) string {
+	t.Helper()
+	var name string
+	err := wait.PollUntilContextTimeout(testContext(t), 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		list, err := client(t, cluster).CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + regarding})
+		if err != nil || len(list.Items) != 1 {
+			return false, nil
+		}
+		name = list.Items[0].Name
+		return true, nil
+	})
+	if err != nil {
+		t.Fatalf("upstream event about %s: %v", regarding, err)
+	}
+	return name
+}
+
+// An upstream update (count) is reflected; an upstream delete leaves ours
+// in place (our own TTL applies), while the mirror keeps mirroring.
+func TestUpstreamUpdateIsReflectedAndDeleteIsNot(t *testing.T) {
+	ns := newNamespace(t, cluster)
+	ctx := testContext(t)
+	upstream := client(t, cluster).CoreV1().Events(ns)
+	now := time.Now()
+	event := &corev1.Event{
+		ObjectMeta:     metav1.ObjectMeta{Name: "db-0.counted", Namespace: ns},
+		InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: ns, Name: "db-0", APIVersion: "v1"},
+		Reason:         "Unhealthy", Message: "Readiness probe failed", Type: corev1.EventTypeWarning,
+		Source:         corev1.EventSource{Component: "kubelet"},
+		FirstTimestamp: metav1.NewTime(now), LastTimestamp: metav1.NewTime(now), Count: 1,
+	}
+	created, err := upstream.Create(ctx, event, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitForV1beta1(t, ns, "regarding.name=db-0", "db-0.counted")
+
+	created.Count = 5
+	created.LastTimestamp = metav1.NewTime(now.Add(time.Minute))
+	if _, err := upstream.Update(ctx, created, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		ours, err := client(t, cluster).EventsV1beta1().Events(ns).Get(ctx, "db-0.counted", metav1.GetOptions{})
+		return err == nil && ours.DeprecatedCount == 5, nil
+	})
+	if err != nil {
+		t.Fatalf("count 5 never reached our copy: %v", err)
+	}
+
+	if err := upstream.Delete(ctx, "db-0.counted", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// Another event created after the delete reaching us proves the
+	// mirror has seen the delete (the watch delivers in order).
+	after := event.DeepCopy()
+	after.Name, after.InvolvedObject.Name = "db-1.after", "db-1"
+	if _, err := upstream.Create(ctx, after, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitForV1beta1(t, ns, "regarding.name=db-1", "db-1.after")
+	if _, err := client(t, cluster).EventsV1beta1().Events(ns).Get(ctx, "db-0.counted", metav1.GetOptions{}); err != nil {
+		t.Errorf("our copy after the upstream delete: %v, want it kept", err)
+	}
+	if _, err := upstream.Get(ctx, "db-0.counted", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("upstream event after delete: %v, want NotFound (never written back)", err)
+	}
+}
+
+// A flood beyond a tiny queue (5 events, 1 write/s) is counted as dropped
+// in our /metrics, while a list on our server still returns promptly.
+func TestFloodBeyondTheQueueIsCountedAndServerStaysResponsive(t *testing.T) {
+	small, err := framework.StartAggregatedCluster(framework.AggregatedClusterOptions{
+		MirrorFromAdmin:  true,
+		ExtraServerFlags: []string{"--mirror-queue-size=5", "--mirror-qps=1", "--mirror-burst=1", "--mirror-workers=1"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := small.Stop(); err != nil {
+			t.Errorf("stopping: %v", err)
+		}
+	})
+	ctx := testContext(t)
+	before := droppedQueueFull(t, small)
+
+	ns := newNamespace(t, small)
+	upstream := client(t, small).CoreV1().Events(ns)
+	now := time.Now()
+	const flood = 60
+	for i := range flood {
+		name := "flood-" + strconv.Itoa(i)
+		if _, err := upstream.Create(ctx, &corev1.Event{
+			ObjectMeta:     metav1.ObjectMeta{Name: name, Namespace: ns},
+			InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: ns, Name: name, APIVersion: "v1"},
+			Reason:         "Flood", Message: "storm", Type: corev1.EventTypeNormal, Source: corev1.EventSource{Component: "stormer"},
+			FirstTimestamp: metav1.NewTime(now), LastTimestamp: metav1.NewTime(now), Count: 1,
+		}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var dropped float64
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		dropped = droppedQueueFull(t, small) - before
+		return dropped >= flood/2, nil
+	})
+	if err != nil {
+		t.Fatalf("dropped{reason=queue_full} grew by %v, want at least %d of %d", dropped, flood/2, flood)
+	}
+
+	direct, err := kubernetes.NewForConfig(small.ServerConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	list, err := direct.EventsV1beta1().Events(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took > 2*time.Second {
+		t.Errorf("listing during the flood took %v", took)
+	}
+	if n := len(list.Items); n >= flood {
+		t.Errorf("%d of %d flooded events stored, want the drops missing", n, flood)
+	}
+}
+
+// droppedQueueFull reads events_apiserver_mirror_dropped_total{reason="queue_full"}
+// from our server's /metrics (0 before the first drop).
+func droppedQueueFull(t *testing.T, c *framework.AggregatedCluster) float64 {
+	t.Helper()
+	direct, err := kubernetes.NewForConfig(c.ServerConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := direct.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(testContext(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	scanner := bufio.NewScanner(bytes.NewReader(body))
+	scanner.Buffer(make([]byte, 1<<20), 1<<20)
+	for scanner.Scan() {
+		if value, ok := strings.CutPrefix(scanner.Text(), `events_apiserver_mirror_dropped_total{reason="queue_full"} `); ok {
+			v, err := strconv.ParseFloat(value, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return v
+		}
+	}
+	return 0
+}
