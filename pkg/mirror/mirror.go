@@ -22,7 +22,10 @@
 //   - Nothing is ever written upstream, and upstream events that carry
 //     LabelMirroredFrom are skipped, so no loop can form.
 //   - The reflector never blocks: when the queue is full, an event for a
-//     key not already queued is dropped and counted.
+//     key not already queued is dropped, counted and logged (at most one
+//     line per 10s). A write that fails other than by validation is retried
+//     with a backoff (1s, 2s, 4s, 8s) unless a newer version arrives first,
+//     and dropped and counted after the last attempt.
 //   - Writes skip admission (kube-apiserver already admitted the event) but
 //     go through the store's strategy, validated with the legacy core/v1
 //     rules, as the event was written.
@@ -34,6 +37,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/time/rate"
@@ -71,6 +75,12 @@ const (
 	DefaultQPS       = 200
 	DefaultBurst     = 400
 	DefaultWorkers   = 4
+	// DefaultMaxAttempts and DefaultRetryBackoff retry a failed write
+	// after 1s, 2s, 4s and 8s before giving up on that version.
+	DefaultMaxAttempts  = 5
+	DefaultRetryBackoff = time.Second
+	// dropLogInterval spaces the log lines about dropped events.
+	dropLogInterval = 10 * time.Second
 )
 
 // Store is the part of the events registry store the mirror writes to;
@@ -90,6 +100,12 @@ type Options struct {
 	Burst int
 	// Workers is how many writes run at once.
 	Workers int
+	// MaxAttempts is how many times a version of an event is written
+	// before it is dropped when its writes fail (other than validation).
+	MaxAttempts int
+	// RetryBackoff is the wait before the first retry, doubled for each
+	// further one.
+	RetryBackoff time.Duration
 }
 
 // Defaulted returns o with zero fields set to the defaults.
@@ -106,6 +122,12 @@ func (o Options) Defaulted() Options {
 	if o.Workers <= 0 {
 		o.Workers = DefaultWorkers
 	}
+	if o.MaxAttempts <= 0 {
+		o.MaxAttempts = DefaultMaxAttempts
+	}
+	if o.RetryBackoff <= 0 {
+		o.RetryBackoff = DefaultRetryBackoff
+	}
 	return o
 }
 
@@ -118,6 +140,11 @@ type Mirror struct {
 	queue   *queue
 	limiter *rate.Limiter
 	now     func() time.Time
+
+	// dropLog limits the log lines about dropped events; droppedSinceLog
+	// counts the drops since the last one.
+	dropLog         *rate.Limiter
+	droppedSinceLog atomic.Int64
 }
 
 // New returns a mirror reading with client and writing to store. decoder
@@ -134,6 +161,7 @@ func New(client kubernetes.Interface, store Store, decoder runtime.Decoder, o Op
 		queue:   newQueue(o.QueueSize),
 		limiter: rate.NewLimiter(rate.Limit(o.QPS), o.Burst),
 		now:     time.Now,
+		dropLog: rate.NewLimiter(rate.Every(dropLogInterval), 1),
 	}
 }
 
@@ -160,17 +188,30 @@ func (m *Mirror) listWatch() cache.ListerWatcher {
 	events := m.client.CoreV1().Events(metav1.NamespaceAll)
 	lw := &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, options metav1.ListOptions) (runtime.Object, error) {
-			relistsTotal.Inc()
+			if StartsFullList(options, false) {
+				relistsTotal.Inc()
+			}
 			return events.List(ctx, options)
 		},
 		WatchFuncWithContext: func(ctx context.Context, options metav1.ListOptions) (watch.Interface, error) {
-			if options.SendInitialEvents != nil && *options.SendInitialEvents {
+			if StartsFullList(options, true) {
 				relistsTotal.Inc()
 			}
 			return events.Watch(ctx, options)
 		},
 	}
 	return cache.ToListWatcherWithWatchListSemantics(lw, m.client)
+}
+
+// StartsFullList tells whether a list (watch false) or watch call with
+// options starts a full list of the events: a list call that is not the
+// continuation of a paginated one, or a watch that streams the initial
+// events first (watch-list).
+func StartsFullList(options metav1.ListOptions, watch bool) bool {
+	if watch {
+		return options.SendInitialEvents != nil && *options.SendInitialEvents
+	}
+	return options.Continue == ""
 }
 
 // enqueue queues an upstream event, or counts it dropped when the queue is
@@ -185,29 +226,60 @@ func (m *Mirror) enqueue(obj any) {
 	}
 	if !m.queue.add(event.Namespace+"/"+event.Name, event) {
 		droppedTotal.WithLabelValues(DropQueueFull).Inc()
+		dropped := m.droppedSinceLog.Add(1)
+		if m.dropLog.Allow() {
+			m.droppedSinceLog.Add(-dropped)
+			klog.InfoS("Mirror: queue full, dropping upstream events (they are mirrored on their next upstream change or relist)",
+				"dropped", dropped, "queueSize", m.options.QueueSize, "lastDropped", klog.KObj(event))
+		}
 	}
 }
 
 func (m *Mirror) work(ctx context.Context) {
 	for {
-		key, event, ok := m.queue.get()
+		key, event, failures, ok := m.queue.get()
 		if !ok {
 			return
 		}
 		err := m.Sync(ctx, event)
-		m.queue.done(key)
 		switch {
 		case err == nil:
+			m.queue.done(key)
 		case ctx.Err() != nil:
+			m.queue.done(key)
 			return
-		case apierrors.IsInvalid(err):
+		case apierrors.IsInvalid(err) || apierrors.IsBadRequest(err):
+			m.queue.done(key)
 			droppedTotal.WithLabelValues(DropInvalid).Inc()
 			klog.V(2).InfoS("Mirror: upstream event rejected by validation", "event", key, "err", err)
-		default:
+		case failures+1 >= m.options.MaxAttempts:
+			m.queue.done(key)
 			droppedTotal.WithLabelValues(DropError).Inc()
-			klog.ErrorS(err, "Mirror: writing an upstream event failed", "event", key)
+			klog.ErrorS(err, "Mirror: writing an upstream event failed, giving up", "event", key, "attempts", failures+1)
+		default:
+			m.retryLater(ctx, key, event, failures+1, err)
 		}
 	}
+}
+
+// retryLater holds event for a retry after its failures-th failed write,
+// waiting RetryBackoff, doubled at each further failure.
+func (m *Mirror) retryLater(ctx context.Context, key string, event *corev1.Event, failures int, err error) {
+	switch m.queue.failed(key, event) {
+	case failureSuperseded:
+		return
+	case failureQueueFull:
+		droppedTotal.WithLabelValues(DropError).Inc()
+		klog.ErrorS(err, "Mirror: writing an upstream event failed and the queue has no room to retry it", "event", key)
+		return
+	}
+	delay := m.options.RetryBackoff << (failures - 1)
+	klog.V(2).InfoS("Mirror: writing an upstream event failed, retrying", "event", key, "in", delay, "err", err)
+	time.AfterFunc(delay, func() {
+		if ctx.Err() == nil {
+			m.queue.retry(key, event, failures)
+		}
+	})
 }
 
 // Sync upserts one upstream event into the store (what a worker does with

@@ -2,6 +2,7 @@ package mirror
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -187,7 +188,7 @@ func TestQueue(t *testing.T) {
 		if q.len() != 2 {
 			t.Errorf("len = %d, want 2", q.len())
 		}
-		key, got, _ := q.get()
+		key, got, _, _ := q.get()
 		if key != "ns/a" || got.ResourceVersion != "2" {
 			t.Errorf("get = %s@%s, want the latest version of the oldest key, ns/a@2", key, got.ResourceVersion)
 		}
@@ -195,23 +196,90 @@ func TestQueue(t *testing.T) {
 	t.Run("a key in processing is not handed out again until done", func(t *testing.T) {
 		q := newQueue(10)
 		q.add("ns/a", ev("1"))
-		key, _, _ := q.get()
+		key, _, _, _ := q.get()
 		q.add("ns/a", ev("2"))
 		q.add("ns/b", ev("1"))
-		if next, _, _ := q.get(); next != "ns/b" {
+		if next, _, _, _ := q.get(); next != "ns/b" {
 			t.Fatalf("get = %s while ns/a is in processing, want ns/b", next)
 		}
 		q.done("ns/b")
 		q.done(key)
-		next, got, _ := q.get()
+		next, got, _, _ := q.get()
 		if next != "ns/a" || got.ResourceVersion != "2" {
 			t.Errorf("after done: get = %s@%s, want ns/a@2", next, got.ResourceVersion)
+		}
+	})
+	t.Run("a failed version is held in a slot of its own and comes back with its failures", func(t *testing.T) {
+		q := newQueue(2)
+		q.add("ns/a", ev("1"))
+		key, failedVersion, _, _ := q.get()
+		if got := q.failed(key, failedVersion); got != failureHeld {
+			t.Fatalf("failed = %v, want held", got)
+		}
+		q.add("ns/b", ev("1"))
+		if q.add("ns/c", ev("1")) {
+			t.Error("add of a third key succeeded while one is held and one waits in a queue of 2")
+		}
+		q.retry(key, failedVersion, 1)
+		next, got, failures, _ := q.get()
+		if next != "ns/b" {
+			t.Fatalf("get = %s, want ns/b, queued before the retry", next)
+		}
+		q.done(next)
+		next, got, failures, _ = q.get()
+		if next != "ns/a" || got != failedVersion || failures != 1 {
+			t.Errorf("get = %s@%s with %d failures, want ns/a@1 with 1", next, got.ResourceVersion, failures)
+		}
+	})
+	t.Run("a newer version supersedes a failed one", func(t *testing.T) {
+		for _, tt := range []struct {
+			name         string
+			newerFirst   bool // the newer version arrives while the old one is being written
+			wantOutcome  failure
+			wantVersions []string
+		}{
+			{"newer version arrives during the failed write: no retry", true, failureSuperseded, []string{"2"}},
+			{"newer version arrives while held: the retry is cancelled", false, failureHeld, []string{"2"}},
+		} {
+			t.Run(tt.name, func(t *testing.T) {
+				q := newQueue(10)
+				q.add("ns/a", ev("1"))
+				key, old, _, _ := q.get()
+				if tt.newerFirst {
+					q.add("ns/a", ev("2"))
+				}
+				if got := q.failed(key, old); got != tt.wantOutcome {
+					t.Fatalf("failed = %v, want %v", got, tt.wantOutcome)
+				}
+				if !tt.newerFirst {
+					q.add("ns/a", ev("2"))
+				}
+				q.retry(key, old, 1)
+				var versions []string
+				for q.len() > 0 {
+					k, e, _, _ := q.get()
+					versions = append(versions, e.ResourceVersion)
+					q.done(k)
+				}
+				if strings.Join(versions, ",") != strings.Join(tt.wantVersions, ",") {
+					t.Errorf("versions handed out = %v, want %v", versions, tt.wantVersions)
+				}
+			})
+		}
+	})
+	t.Run("no room to hold a failed version", func(t *testing.T) {
+		q := newQueue(1)
+		q.add("ns/a", ev("1"))
+		key, e, _, _ := q.get()
+		q.add("ns/b", ev("1"))
+		if got := q.failed(key, e); got != failureQueueFull {
+			t.Errorf("failed = %v, want queue full", got)
 		}
 	})
 	t.Run("shutDown releases a blocked get", func(t *testing.T) {
 		q := newQueue(1)
 		result := make(chan bool)
-		go func() { _, _, ok := q.get(); result <- ok }()
+		go func() { _, _, _, ok := q.get(); result <- ok }()
 		q.shutDown()
 		select {
 		case ok := <-result:
@@ -283,12 +351,35 @@ func counterValue(t *testing.T, reason string) float64 {
 
 func TestOptionsDefaulted(t *testing.T) {
 	got := Options{}.Defaulted()
-	want := Options{QueueSize: DefaultQueueSize, QPS: DefaultQPS, Burst: DefaultBurst, Workers: DefaultWorkers}
+	want := Options{QueueSize: DefaultQueueSize, QPS: DefaultQPS, Burst: DefaultBurst, Workers: DefaultWorkers,
+		MaxAttempts: DefaultMaxAttempts, RetryBackoff: DefaultRetryBackoff}
 	if got != want {
 		t.Errorf("Defaulted = %+v, want %+v", got, want)
 	}
-	set := Options{QueueSize: 5, QPS: 1, Burst: 2, Workers: 1}
+	set := Options{QueueSize: 5, QPS: 1, Burst: 2, Workers: 1, MaxAttempts: 1, RetryBackoff: time.Millisecond}
 	if got := set.Defaulted(); got != set {
 		t.Errorf("Defaulted changed set options: %+v", got)
+	}
+}
+
+// Pagination continues a list, it does not start one: a relist after 410
+// Gone is paginated and must count once.
+func TestStartsFullList(t *testing.T) {
+	yes := true
+	for _, tt := range []struct {
+		name    string
+		options metav1.ListOptions
+		watch   bool
+		want    bool
+	}{
+		{"first list from the watch cache", metav1.ListOptions{ResourceVersion: "0"}, false, true},
+		{"first page of a consistent list", metav1.ListOptions{Limit: 500}, false, true},
+		{"next page", metav1.ListOptions{Limit: 500, Continue: "token"}, false, false},
+		{"watch-list", metav1.ListOptions{SendInitialEvents: &yes, AllowWatchBookmarks: true}, true, true},
+		{"watch resumed from a resourceVersion", metav1.ListOptions{ResourceVersion: "41", AllowWatchBookmarks: true}, true, false},
+	} {
+		if got := StartsFullList(tt.options, tt.watch); got != tt.want {
+			t.Errorf("%s: StartsFullList = %v, want %v", tt.name, got, tt.want)
+		}
 	}
 }

@@ -2,16 +2,20 @@ package mirror_test
 
 import (
 	"context"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	apitypes "k8s.io/apimachinery/pkg/types"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/registry/generic"
+	"k8s.io/apiserver/pkg/registry/rest"
 	"k8s.io/apiserver/pkg/storage/storagebackend"
 	"k8s.io/apiserver/pkg/util/compatibility"
 	"k8s.io/component-base/metrics/legacyregistry"
@@ -171,5 +175,103 @@ func TestSyncUpsertsIntoTheStore(t *testing.T) {
 	// action or reportingController is valid.
 	if ev := stored(t, store, "web-0.1"); ev.Action != "" || !ev.EventTime.IsZero() {
 		t.Errorf("stored legacy event gained events.k8s.io fields: %+v", ev)
+	}
+}
+
+// failingStore is the real store whose first creates fail with a server
+// timeout, as when etcd is briefly unreachable.
+type failingStore struct {
+	*eventregistry.REST
+	mu       sync.Mutex
+	failures int // creates still to fail
+	creates  int // creates attempted
+}
+
+func (s *failingStore) Create(ctx context.Context, obj runtime.Object, validate rest.ValidateObjectFunc, options *metav1.CreateOptions) (runtime.Object, error) {
+	s.mu.Lock()
+	s.creates++
+	fail := s.failures > 0
+	if fail {
+		s.failures--
+	}
+	s.mu.Unlock()
+	if fail {
+		return nil, apierrors.NewServerTimeout(core.Resource("events"), "create", 1)
+	}
+	return s.REST.Create(ctx, obj, validate, options)
+}
+
+// A failed write is retried with a backoff and counted as dropped only
+// after the last attempt; an invalid event is not retried.
+func TestWorkersRetryFailedWrites(t *testing.T) {
+	store := startStore(t)
+	for _, tt := range []struct {
+		name                  string
+		failures, maxAttempts int
+		invalid               bool
+		wantStored            bool
+		wantCreates           int
+		wantDropped           map[string]float64
+	}{
+		{name: "two failures, then stored", failures: 2, maxAttempts: 5, wantStored: true, wantCreates: 3},
+		{name: "fails every attempt: dropped as error", failures: 100, maxAttempts: 3, wantCreates: 3,
+			wantDropped: map[string]float64{mirror.DropError: 1}},
+		{name: "invalid: dropped at once", invalid: true, maxAttempts: 5, wantCreates: 1,
+			wantDropped: map[string]float64{mirror.DropInvalid: 1}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			failing := &failingStore{REST: store, failures: tt.failures}
+			m := mirror.New(nil, failing, apiserver.Codecs.UniversalDecoder(), mirror.Options{
+				Workers: 2, MaxAttempts: tt.maxAttempts, RetryBackoff: 10 * time.Millisecond,
+			})
+			dropped := func(reason string) float64 {
+				return metricValue(t, "events_apiserver_mirror_dropped_total", map[string]string{"reason": reason})
+			}
+			before := map[string]float64{}
+			for _, reason := range []string{mirror.DropError, mirror.DropInvalid, mirror.DropQueueFull} {
+				before[reason] = dropped(reason)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			wait := m.RunWorkers(ctx)
+			defer func() { cancel(); wait() }()
+
+			name := "retry-" + strings.ReplaceAll(tt.name, " ", "-")
+			name = strings.NewReplacer(",", "", ":", "").Replace(name)
+			event := upstreamEvent(name, "300", 1)
+			if tt.invalid {
+				event.InvolvedObject.Namespace = "other"
+			}
+			m.Enqueue(event)
+
+			deadline := time.Now().Add(10 * time.Second)
+			for {
+				failing.mu.Lock()
+				creates := failing.creates
+				failing.mu.Unlock()
+				settled := creates >= tt.wantCreates
+				for reason, want := range tt.wantDropped {
+					settled = settled && dropped(reason)-before[reason] >= want
+				}
+				if settled || time.Now().After(deadline) {
+					break
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			time.Sleep(100 * time.Millisecond) // no further attempt may follow
+			failing.mu.Lock()
+			if failing.creates != tt.wantCreates {
+				t.Errorf("creates attempted = %d, want %d", failing.creates, tt.wantCreates)
+			}
+			failing.mu.Unlock()
+			for _, reason := range []string{mirror.DropError, mirror.DropInvalid, mirror.DropQueueFull} {
+				if got := dropped(reason) - before[reason]; got != tt.wantDropped[reason] {
+					t.Errorf("dropped{reason=%s} grew by %v, want %v", reason, got, tt.wantDropped[reason])
+				}
+			}
+			_, err := store.Get(genericapirequest.WithNamespace(context.Background(), "default"), name, &metav1.GetOptions{})
+			if stored := err == nil; stored != tt.wantStored {
+				t.Errorf("stored = %v (%v), want %v", stored, err, tt.wantStored)
+			}
+		})
 	}
 }

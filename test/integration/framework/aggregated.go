@@ -101,9 +101,10 @@ type AggregatedCluster struct {
 	// Dir holds every generated file; Stop removes it.
 	Dir string
 
-	frontProxy pki.KeyPair
-	cancel     context.CancelFunc
-	done       chan error
+	frontProxy  pki.KeyPair
+	serverFlags []string
+	cancel      context.CancelFunc
+	done        chan error
 }
 
 // AggregatedClusterOptions tune StartAggregatedCluster.
@@ -369,10 +370,7 @@ func (c *AggregatedCluster) startServer(ctx context.Context, certs *aggregatedCe
 		return err
 	}
 	c.ServerPort = listener.Addr().(*net.TCPAddr).Port
-
-	o := app.NewOptions()
-	fs := aggregatedFlagSet(o)
-	flags := append([]string{
+	c.serverFlags = append([]string{
 		"--data-dir=" + filepath.Join(c.Dir, "server"),
 		"--secure-port=" + strconv.Itoa(c.ServerPort),
 		"--tls-cert-file=" + certs.serving.CertFile,
@@ -382,7 +380,26 @@ func (c *AggregatedCluster) startServer(ctx context.Context, certs *aggregatedCe
 		"--kubeconfig=" + kubeconfig,
 		"--embedded-etcd-log-level=error",
 	}, extraFlags...)
-	if err := fs.Parse(flags); err != nil {
+	if err := c.runServer(ctx, listener); err != nil {
+		return err
+	}
+
+	direct, err := c.Env.AddUser(envtest.User{Name: "events-direct-admin", Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		return err
+	}
+	c.ServerConfig = rest.CopyConfig(direct.Config())
+	c.ServerConfig.Host = "https://127.0.0.1:" + strconv.Itoa(c.ServerPort)
+	c.ServerConfig.CAData = c.ServingCA
+	return nil
+}
+
+// runServer runs our server in this process with c.serverFlags on
+// listener and waits until it is ready.
+func (c *AggregatedCluster) runServer(ctx context.Context, listener net.Listener) error {
+	o := app.NewOptions()
+	fs := aggregatedFlagSet(o)
+	if err := fs.Parse(c.serverFlags); err != nil {
 		listener.Close()
 		return err
 	}
@@ -401,15 +418,61 @@ func (c *AggregatedCluster) startServer(ctx context.Context, certs *aggregatedCe
 	case <-ctx.Done():
 		return fmt.Errorf("events-apiserver not ready: %w", ctx.Err())
 	}
+	return nil
+}
 
-	direct, err := c.Env.AddUser(envtest.User{Name: "events-direct-admin", Groups: []string{"system:masters"}}, nil)
+// StopServer stops our server only; kube-apiserver keeps running (and
+// its APIService turns unavailable) until StartServerAgain.
+func (c *AggregatedCluster) StopServer() error {
+	if c.cancel == nil {
+		return errors.New("events-apiserver is not running")
+	}
+	c.cancel()
+	c.cancel = nil
+	select {
+	case err := <-c.done:
+		if err != nil && !errors.Is(err, context.Canceled) {
+			return fmt.Errorf("events-apiserver: %w", err)
+		}
+		return nil
+	case <-time.After(60 * time.Second):
+		return errors.New("events-apiserver did not stop in 60s")
+	}
+}
+
+// StartServerAgain starts our server after StopServer with the same flags,
+// port and data directory (so the same embedded etcd data), and waits
+// until kube-apiserver's aggregator serves events.k8s.io/v1beta1 again.
+func (c *AggregatedCluster) StartServerAgain(ctx context.Context) error {
+	if c.cancel != nil {
+		return errors.New("events-apiserver is running")
+	}
+	listener, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(c.ServerPort))
 	if err != nil {
 		return err
 	}
-	c.ServerConfig = rest.CopyConfig(direct.Config())
-	c.ServerConfig.Host = "https://127.0.0.1:" + strconv.Itoa(c.ServerPort)
-	c.ServerConfig.CAData = c.ServingCA
-	return nil
+	if err := c.runServer(ctx, listener); err != nil {
+		return err
+	}
+	dyn, err := dynamic.NewForConfig(c.AdminConfig)
+	if err != nil {
+		return err
+	}
+	disco, err := discovery.NewDiscoveryClientForConfig(c.AdminConfig)
+	if err != nil {
+		return err
+	}
+	for {
+		last := c.registrationState(ctx, dyn, disco)
+		if last == "" {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("APIService %s not served again: %s", AggregatedAPIServiceName, last)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
 }
 
 // register creates the ExternalName Service and the APIService of the

@@ -16,6 +16,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -34,12 +35,14 @@ import (
 
 const timeout = 60 * time.Second
 
-// cluster mirrors with the default bounds.
+// cluster mirrors with the default bounds, as our server's ServiceAccount
+// (--mirror=true reads through --kubeconfig), so with the RBAC of
+// artifacts/ only.
 var cluster *framework.AggregatedCluster
 
 func TestMain(m *testing.M) {
 	var err error
-	cluster, err = framework.StartAggregatedCluster(framework.AggregatedClusterOptions{MirrorFromAdmin: true})
+	cluster, err = framework.StartAggregatedCluster(framework.AggregatedClusterOptions{ExtraServerFlags: []string{"--mirror=true"}})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "starting the aggregated cluster: %v\n", err)
 		os.Exit(1)
@@ -237,6 +240,112 @@ func TestUpstreamUpdateIsReflectedAndDeleteIsNot(t *testing.T) {
 	}
 }
 
+// Restarting our server while events keep arriving upstream: the events
+// created while it was down are mirrored once it is back (no gaps), and
+// those mirrored before keep their uid and resourceVersion (neither
+// created again nor rewritten: no duplicates).
+func TestRestartMidStreamLeavesNoDuplicatesAndNoGaps(t *testing.T) {
+	ns := newNamespace(t, cluster)
+	ctx := testContext(t)
+	upstream := client(t, cluster).CoreV1().Events(ns)
+	create := func(i int) error {
+		name := fmt.Sprintf("stream-%03d", i)
+		now := time.Now()
+		_, err := upstream.Create(ctx, &corev1.Event{
+			ObjectMeta:     metav1.ObjectMeta{Name: name, Namespace: ns},
+			InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: ns, Name: "streamer", APIVersion: "v1"},
+			Reason:         "Stream", Message: "event " + strconv.Itoa(i), Type: corev1.EventTypeNormal,
+			Source:         corev1.EventSource{Component: "streamer"},
+			FirstTimestamp: metav1.NewTime(now), LastTimestamp: metav1.NewTime(now), Count: 1,
+		}, metav1.CreateOptions{})
+		return err
+	}
+	names := func(from, to int) []string {
+		var out []string
+		for i := from; i < to; i++ {
+			out = append(out, fmt.Sprintf("stream-%03d", i))
+		}
+		return out
+	}
+
+	const before = 10
+	for i := range before {
+		if err := create(i); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mirrored := map[string]eventsv1beta1.Event{}
+	for _, e := range waitForV1beta1(t, ns, "regarding.name=streamer", names(0, before)...) {
+		mirrored[e.Name] = e
+	}
+
+	// Keep creating upstream, one event every 40ms, across the restart,
+	// until a few were created after it.
+	var created atomic.Int32
+	stop := make(chan struct{})
+	produced := make(chan error, 1)
+	go func() {
+		for i := before; ; i++ {
+			select {
+			case <-stop:
+				produced <- nil
+				return
+			default:
+			}
+			if err := create(i); err != nil {
+				produced <- fmt.Errorf("creating stream-%03d: %w", i, err)
+				return
+			}
+			created.Add(1)
+			time.Sleep(40 * time.Millisecond)
+		}
+	}()
+	time.Sleep(300 * time.Millisecond)
+	relists := metric(t, cluster, "events_apiserver_mirror_relists_total")
+	if err := cluster.StopServer(); err != nil {
+		t.Fatal(err)
+	}
+	atStop := created.Load()
+	time.Sleep(time.Second) // events arrive upstream while we are down
+	if err := cluster.StartServerAgain(ctx); err != nil {
+		t.Fatal(err)
+	}
+	atStart := created.Load()
+	for created.Load() < atStart+5 && len(produced) == 0 {
+		time.Sleep(20 * time.Millisecond)
+	}
+	close(stop)
+	if err := <-produced; err != nil {
+		t.Fatal(err)
+	}
+	if atStop == 0 || atStart == atStop {
+		t.Fatalf("events created before the stop %d, while down %d: want some in each phase", atStop, atStart-atStop)
+	}
+	total := before + int(created.Load())
+	if got := metric(t, cluster, "events_apiserver_mirror_relists_total") - relists; got < 1 {
+		t.Errorf("relists_total grew by %v across the restart, want the restarted mirror's list counted", got)
+	}
+
+	ours := waitForV1beta1(t, ns, "regarding.name=streamer", names(0, total)...)
+	theirs, err := upstream.List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	upstreamUID := map[string]string{}
+	for _, e := range theirs.Items {
+		upstreamUID[e.Name] = string(e.UID)
+	}
+	for _, e := range ours {
+		if got := e.Annotations[pkgmirror.AnnotationUID]; got != upstreamUID[e.Name] {
+			t.Errorf("%s: upstream uid annotation %q, want %q", e.Name, got, upstreamUID[e.Name])
+		}
+		if first, ok := mirrored[e.Name]; ok && (e.UID != first.UID || e.ResourceVersion != first.ResourceVersion) {
+			t.Errorf("%s was written again across the restart: uid %s -> %s, resourceVersion %s -> %s",
+				e.Name, first.UID, e.UID, first.ResourceVersion, e.ResourceVersion)
+		}
+	}
+}
+
 // A flood beyond a tiny queue (5 events, 1 write/s) is counted as dropped
 // in our /metrics, while a list on our server still returns promptly.
 func TestFloodBeyondTheQueueIsCountedAndServerStaysResponsive(t *testing.T) {
@@ -299,6 +408,12 @@ func TestFloodBeyondTheQueueIsCountedAndServerStaysResponsive(t *testing.T) {
 // droppedQueueFull reads events_apiserver_mirror_dropped_total{reason="queue_full"}
 // from our server's /metrics (0 before the first drop).
 func droppedQueueFull(t *testing.T, c *framework.AggregatedCluster) float64 {
+	return metric(t, c, `events_apiserver_mirror_dropped_total{reason="queue_full"}`)
+}
+
+// metric reads one sample, by its name and labels as /metrics prints
+// them, from our server's /metrics (0 when absent).
+func metric(t *testing.T, c *framework.AggregatedCluster, sample string) float64 {
 	t.Helper()
 	direct, err := kubernetes.NewForConfig(c.ServerConfig)
 	if err != nil {
@@ -311,7 +426,7 @@ func droppedQueueFull(t *testing.T, c *framework.AggregatedCluster) float64 {
 	scanner := bufio.NewScanner(bytes.NewReader(body))
 	scanner.Buffer(make([]byte, 1<<20), 1<<20)
 	for scanner.Scan() {
-		if value, ok := strings.CutPrefix(scanner.Text(), `events_apiserver_mirror_dropped_total{reason="queue_full"} `); ok {
+		if value, ok := strings.CutPrefix(scanner.Text(), sample+" "); ok {
 			v, err := strconv.ParseFloat(value, 64)
 			if err != nil {
 				t.Fatal(err)
