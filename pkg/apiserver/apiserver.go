@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apiserver/pkg/registry/rest"
 	genericapiserver "k8s.io/apiserver/pkg/server"
+	"k8s.io/apiserver/pkg/storage/storagebackend"
 
 	"github.com/kube-events/events-apiserver/pkg/admission/eventseries"
 	"github.com/kube-events/events-apiserver/pkg/apis/core"
@@ -17,6 +18,7 @@ import (
 	"github.com/kube-events/events-apiserver/pkg/apis/events"
 	eventsv1 "github.com/kube-events/events-apiserver/pkg/apis/events/v1"
 	eventsv1beta1 "github.com/kube-events/events-apiserver/pkg/apis/events/v1beta1"
+	"github.com/kube-events/events-apiserver/pkg/etcdmaint"
 	eventregistry "github.com/kube-events/events-apiserver/pkg/registry/event"
 )
 
@@ -36,6 +38,13 @@ type ExtraConfig struct {
 	// server's start to its shutdown, marking abandoned series Unknown.
 	// Nil when the plugin is disabled: no plugin, no series states to keep.
 	SeriesSweeper *eventseries.Thresholds
+	// StorageTransport is how the store reaches etcd (servers and TLS
+	// files); the server's other etcd clients use it too.
+	StorageTransport storagebackend.TransportConfig
+	// EtcdMaintenance, when set, runs the etcd housekeeping of
+	// pkg/etcdmaint (its Client is made from StorageTransport). Nil turns
+	// it off, for an etcd that someone else maintains.
+	EtcdMaintenance *etcdmaint.Config
 }
 
 // Config is the generic server configuration plus ExtraConfig. Its
@@ -69,6 +78,7 @@ func (cfg *Config) Complete() CompletedConfig {
 	if cfg.ExtraConfig.EventTTL == 0 {
 		cfg.ExtraConfig.EventTTL = DefaultEventTTL
 	}
+	cfg.GenericConfig.LivezChecks = withoutEtcdChecks(cfg.GenericConfig.LivezChecks)
 	return CompletedConfig{&completedConfig{
 		GenericConfig: cfg.GenericConfig.Complete(),
 		ExtraConfig:   &cfg.ExtraConfig,
@@ -91,6 +101,12 @@ func (c CompletedConfig) New() (*EventsServer, error) {
 	if c.ExtraConfig.SeriesSweeper != nil {
 		if err := installSweeper(genericServer, store, *c.ExtraConfig.SeriesSweeper); err != nil {
 			return nil, fmt.Errorf("installing the event series sweeper: %w", err)
+		}
+	}
+
+	if c.ExtraConfig.EtcdMaintenance != nil {
+		if err := installEtcdMaintenance(genericServer, c.ExtraConfig.StorageTransport, *c.ExtraConfig.EtcdMaintenance); err != nil {
+			return nil, fmt.Errorf("installing the etcd maintenance: %w", err)
 		}
 	}
 

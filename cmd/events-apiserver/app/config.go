@@ -114,7 +114,12 @@ func (o *Options) Config() (*apiserver.Config, error) {
 
 	return &apiserver.Config{
 		GenericConfig: cfg,
-		ExtraConfig:   apiserver.ExtraConfig{EventTTL: o.EventTTL, SeriesSweeper: sweeperThresholds},
+		ExtraConfig: apiserver.ExtraConfig{
+			EventTTL:         o.EventTTL,
+			SeriesSweeper:    sweeperThresholds,
+			StorageTransport: r.Etcd.StorageConfig.Transport,
+			EtcdMaintenance:  o.EtcdMaintenance.config(),
+		},
 	}, nil
 }
 
