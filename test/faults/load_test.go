@@ -75,6 +75,10 @@ type reporterSpec struct {
 	padding int
 	// until stops the reporter once it returns true for an error.
 	until func(error) bool
+	// objects is how many objects the reporter's events are about (10 if
+	// zero), named objectPrefix-<i>, "pod-" if empty.
+	objects      int
+	objectPrefix string
 }
 
 // steadyReporters are two reporters per version at 10 creates a second each.
@@ -102,9 +106,15 @@ func startLoad(t *testing.T, config *rest.Config, namespace string, specs []repo
 			t.Fatal(err)
 		}
 		l.done.Add(1)
+		if spec.objects == 0 {
+			spec.objects = 10
+		}
+		if spec.objectPrefix == "" {
+			spec.objectPrefix = "pod"
+		}
 		go func() {
 			defer l.done.Done()
-			l.report(ctx, clientset, fmt.Sprintf("r%d", i), spec)
+			l.report(ctx, clientset, i, spec)
 		}()
 	}
 	t.Cleanup(l.stop)
@@ -117,7 +127,10 @@ func (l *load) stop() {
 	l.done.Wait()
 }
 
-func (l *load) report(ctx context.Context, clientset kubernetes.Interface, reporter string, spec reporterSpec) {
+func (l *load) report(ctx context.Context, clientset kubernetes.Interface, index int, spec reporterSpec) {
+	reporter := fmt.Sprintf("r%d", index)
+	// Reporters start on different objects.
+	offset := index * spec.objects / 6
 	var ticker *time.Ticker
 	if spec.interval > 0 {
 		ticker = time.NewTicker(spec.interval)
@@ -136,7 +149,7 @@ func (l *load) report(ctx context.Context, clientset kubernetes.Interface, repor
 		w := written{
 			version:   spec.version,
 			name:      fmt.Sprintf("%s-%s-%d", l.prefix, reporter, seq),
-			regarding: "pod-" + strconv.Itoa(seq%10),
+			regarding: spec.objectPrefix + "-" + strconv.Itoa((seq+offset)%spec.objects),
 			reason:    "FaultLoad",
 			note:      fmt.Sprintf("reporter %s event %d through %s", reporter, seq, spec.version),
 		}
