@@ -17,12 +17,21 @@ import (
 	"github.com/kube-events/events-apiserver/pkg/apis/events"
 	eventsv1 "github.com/kube-events/events-apiserver/pkg/apis/events/v1"
 	eventsv1beta1 "github.com/kube-events/events-apiserver/pkg/apis/events/v1beta1"
+	"github.com/kube-events/events-apiserver/pkg/etcdmaint"
 	eventregistry "github.com/kube-events/events-apiserver/pkg/registry/event"
 )
 
 // DefaultEventTTL is how long an event lives after its last write unless
 // configured otherwise; kube-apiserver's --event-ttl default.
 const DefaultEventTTL = time.Hour
+
+// DefaultWatchTerminationGracePeriod is how long a stopping server takes
+// to end its watches. The generic server's default, 0, leaves them open,
+// so its HTTP shutdown waits out the whole request timeout (60s) whenever
+// a client watches: a rolling update then keeps every watcher on a
+// replica that is going away. With a grace period, the watches are ended
+// (at 200 a second or faster) and the clients resume on another replica.
+const DefaultWatchTerminationGracePeriod = 5 * time.Second
 
 // eventsGroupPriority is kube-apiserver's group priority for events.k8s.io.
 const eventsGroupPriority = 17750
@@ -39,6 +48,11 @@ type ExtraConfig struct {
 	// LeaderElection tunes the election that picks the one replica running
 	// the server's controllers (the series sweeper, ...).
 	LeaderElection LeaderElectionConfig
+	// EtcdMaintenance, when set, runs the etcd housekeeping of
+	// pkg/etcdmaint on every replica (see installEtcdMaintenance for why
+	// not under the election). Nil turns it off, for an etcd that someone
+	// else maintains.
+	EtcdMaintenance *etcdmaint.Config
 }
 
 // Config is the generic server configuration plus ExtraConfig. Its
@@ -72,6 +86,10 @@ func (cfg *Config) Complete() CompletedConfig {
 	if cfg.ExtraConfig.EventTTL == 0 {
 		cfg.ExtraConfig.EventTTL = DefaultEventTTL
 	}
+	cfg.GenericConfig.LivezChecks = withoutEtcdChecks(cfg.GenericConfig.LivezChecks)
+	if cfg.GenericConfig.ShutdownWatchTerminationGracePeriod == 0 {
+		cfg.GenericConfig.ShutdownWatchTerminationGracePeriod = DefaultWatchTerminationGracePeriod
+	}
 	return CompletedConfig{&completedConfig{
 		GenericConfig: cfg.GenericConfig.Complete(),
 		ExtraConfig:   &cfg.ExtraConfig,
@@ -98,6 +116,12 @@ func (c CompletedConfig) New() (*EventsServer, error) {
 	if len(controllers) > 0 {
 		if err := c.installControllers(genericServer, controllers); err != nil {
 			return nil, err
+		}
+	}
+
+	if c.ExtraConfig.EtcdMaintenance != nil {
+		if err := c.installEtcdMaintenance(genericServer, *c.ExtraConfig.EtcdMaintenance); err != nil {
+			return nil, fmt.Errorf("installing the etcd maintenance: %w", err)
 		}
 	}
 

@@ -114,7 +114,11 @@ func (o *Options) Config() (*apiserver.Config, error) {
 
 	return &apiserver.Config{
 		GenericConfig: cfg,
-		ExtraConfig:   apiserver.ExtraConfig{EventTTL: o.EventTTL, SeriesSweeper: sweeperThresholds},
+		ExtraConfig: apiserver.ExtraConfig{
+			EventTTL:        o.EventTTL,
+			SeriesSweeper:   sweeperThresholds,
+			EtcdMaintenance: o.EtcdMaintenance.config(),
+		},
 	}, nil
 }
 
