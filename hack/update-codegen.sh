@@ -7,7 +7,7 @@
 #   - pkg/generated/{clientset,listers,informers} (client-, lister-, informer-gen)
 #
 # Needs nothing installed by hand. The generators (and goimports) are built
-# into .cache/bin from the versions pinned in go.mod via hack/tools.go.
+# into .cache/bin from the versions pinned by the tool directives in go.mod.
 # protoc comes from Debian's protobuf-compiler: installed with apt-get when
 # missing and we are root, otherwise the script stops and says so. Any protoc
 # 3.x works: it only parses the .proto files, protoc-gen-gogo writes the Go.
