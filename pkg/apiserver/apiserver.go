@@ -36,6 +36,9 @@ type ExtraConfig struct {
 	// server's start to its shutdown, marking abandoned series Unknown.
 	// Nil when the plugin is disabled: no plugin, no series states to keep.
 	SeriesSweeper *eventseries.Thresholds
+	// LeaderElection tunes the election that picks the one replica running
+	// the server's controllers (the series sweeper, ...).
+	LeaderElection LeaderElectionConfig
 }
 
 // Config is the generic server configuration plus ExtraConfig. Its
@@ -88,9 +91,13 @@ func (c CompletedConfig) New() (*EventsServer, error) {
 		return nil, fmt.Errorf("creating the events store: %w", err)
 	}
 
-	if c.ExtraConfig.SeriesSweeper != nil {
-		if err := installSweeper(genericServer, store, *c.ExtraConfig.SeriesSweeper); err != nil {
-			return nil, fmt.Errorf("installing the event series sweeper: %w", err)
+	controllers, err := c.controllers(store)
+	if err != nil {
+		return nil, err
+	}
+	if len(controllers) > 0 {
+		if err := c.installControllers(genericServer, controllers); err != nil {
+			return nil, err
 		}
 	}
 
@@ -117,4 +124,32 @@ func (c CompletedConfig) New() (*EventsServer, error) {
 	}
 
 	return &EventsServer{GenericAPIServer: genericServer, Events: store}, nil
+}
+
+// controllers builds the loops the server runs on the elected replica.
+func (c CompletedConfig) controllers(store *eventregistry.REST) ([]Controller, error) {
+	var controllers []Controller
+	if c.ExtraConfig.SeriesSweeper != nil {
+		sweeper, err := newSweeperController(store, *c.ExtraConfig.SeriesSweeper)
+		if err != nil {
+			return nil, fmt.Errorf("event series sweeper: %w", err)
+		}
+		controllers = append(controllers, sweeper)
+	}
+	return controllers, nil
+}
+
+// installControllers runs controllers under the election "controllers",
+// through an etcd client of the events storage, from the server's start to
+// its shutdown.
+func (c CompletedConfig) installControllers(server *genericapiserver.GenericAPIServer, controllers []Controller) error {
+	options, err := c.GenericConfig.RESTOptionsGetter.GetRESTOptions(core.Resource("events"), &core.Event{})
+	if err != nil {
+		return fmt.Errorf("events storage options: %w", err)
+	}
+	runner, err := newControllerRunner(options.StorageConfig.Config, c.ExtraConfig.LeaderElection, controllers)
+	if err != nil {
+		return err
+	}
+	return runner.install(server)
 }
