@@ -12,6 +12,7 @@ import (
 	"k8s.io/apiserver/pkg/admission"
 
 	"github.com/kube-events/events-apiserver/pkg/admission/eventseries"
+	"github.com/kube-events/events-apiserver/test/freeport"
 )
 
 func TestAdmissionPluginsPerMode(t *testing.T) {
@@ -121,7 +122,7 @@ plugins:
 		t.Run(tt.name, func(t *testing.T) {
 			t.Setenv("KUBERNETES_SERVICE_HOST", "")
 			o := parse(t, append([]string{"--data-dir=" + t.TempDir(), "--etcd-servers=http://127.0.0.1:1",
-				"--secure-port=" + strconv.Itoa(freePort(t))}, tt.args...)...)
+				"--secure-port=" + strconv.Itoa(freeport.Port(t))}, tt.args...)...)
 			if err := o.Complete(); err != nil {
 				t.Fatal(err)
 			}

@@ -144,8 +144,8 @@ func applyStandaloneAuth(cfg *genericapiserver.RecommendedConfig, creds *standal
 	if cfg.Authentication.Authenticator, err = standalone.NewAuthenticator(provider); err != nil {
 		return err
 	}
-	cfg.Authorization.Authorizer = standalone.Authorizer{}
-	return nil
+	cfg.Authorization.Authorizer, err = standalone.NewAuthorizer()
+	return err
 }
 
 // servingHosts are the names the standalone serving certificate is for:
