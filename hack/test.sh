@@ -16,3 +16,6 @@ export PATH="${KUBEBUILDER_ASSETS}:${PATH}"
 
 echo "test: go test"
 go test -count=1 -timeout 45m ./...
+
+echo "test: storm benchmark, smoke form (5s per run; make bench-storm runs 60s)"
+go test -count=1 -timeout 5m ./test/integration/storm -run '^$' -bench BenchmarkStorm -benchtime 1x -storm.duration 5s
