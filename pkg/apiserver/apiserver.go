@@ -45,6 +45,9 @@ type ExtraConfig struct {
 	// (pkg/registry/event Folder); the folded counts still in memory are
 	// written before the server stops. Nil: every create is stored.
 	Fold *eventregistry.FoldConfig
+	// LeaderElection tunes the election that picks the one replica running
+	// the server's controllers (the series sweeper, ...).
+	LeaderElection LeaderElectionConfig
 }
 
 // Config is the generic server configuration plus ExtraConfig. Its
@@ -113,9 +116,13 @@ func (c CompletedConfig) New() (*EventsServer, error) {
 		}
 	}
 
-	if c.ExtraConfig.SeriesSweeper != nil {
-		if err := installSweeper(genericServer, store, *c.ExtraConfig.SeriesSweeper); err != nil {
-			return nil, fmt.Errorf("installing the event series sweeper: %w", err)
+	controllers, err := c.controllers(store)
+	if err != nil {
+		return nil, err
+	}
+	if len(controllers) > 0 {
+		if err := c.installControllers(genericServer, controllers); err != nil {
+			return nil, err
 		}
 	}
 
@@ -142,4 +149,32 @@ func (c CompletedConfig) New() (*EventsServer, error) {
 	}
 
 	return &EventsServer{GenericAPIServer: genericServer, Events: store}, nil
+}
+
+// controllers builds the loops the server runs on the elected replica.
+func (c CompletedConfig) controllers(store *eventregistry.REST) ([]Controller, error) {
+	var controllers []Controller
+	if c.ExtraConfig.SeriesSweeper != nil {
+		sweeper, err := newSweeperController(store, *c.ExtraConfig.SeriesSweeper)
+		if err != nil {
+			return nil, fmt.Errorf("event series sweeper: %w", err)
+		}
+		controllers = append(controllers, sweeper)
+	}
+	return controllers, nil
+}
+
+// installControllers runs controllers under the election "controllers",
+// through an etcd client of the events storage, from the server's start to
+// its shutdown.
+func (c CompletedConfig) installControllers(server *genericapiserver.GenericAPIServer, controllers []Controller) error {
+	options, err := c.GenericConfig.RESTOptionsGetter.GetRESTOptions(core.Resource("events"), &core.Event{})
+	if err != nil {
+		return fmt.Errorf("events storage options: %w", err)
+	}
+	runner, err := newControllerRunner(options.StorageConfig.Config, c.ExtraConfig.LeaderElection, controllers)
+	if err != nil {
+		return err
+	}
+	return runner.install(server)
 }
