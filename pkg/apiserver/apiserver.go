@@ -4,12 +4,14 @@
 package apiserver
 
 import (
+	"context"
 	"fmt"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apiserver/pkg/registry/rest"
 	genericapiserver "k8s.io/apiserver/pkg/server"
+	"k8s.io/utils/clock"
 
 	"github.com/kube-events/events-apiserver/pkg/admission/eventseries"
 	"github.com/kube-events/events-apiserver/pkg/apis/core"
@@ -36,6 +38,9 @@ const DefaultWatchTerminationGracePeriod = 5 * time.Second
 // eventsGroupPriority is kube-apiserver's group priority for events.k8s.io.
 const eventsGroupPriority = 17750
 
+// foldFlushTimeout bounds the final write of folded counts at shutdown.
+const foldFlushTimeout = 10 * time.Second
+
 // ExtraConfig is the configuration specific to the events server.
 type ExtraConfig struct {
 	// EventTTL is the lease every create and update puts an event under.
@@ -45,6 +50,10 @@ type ExtraConfig struct {
 	// server's start to its shutdown, marking abandoned series Unknown.
 	// Nil when the plugin is disabled: no plugin, no series states to keep.
 	SeriesSweeper *eventseries.Thresholds
+	// Fold, when set, makes the store fold isomorphic creates of hot series
+	// (pkg/registry/event Folder); the folded counts still in memory are
+	// written before the server stops. Nil: every create is stored.
+	Fold *eventregistry.FoldConfig
 	// LeaderElection tunes the election that picks the one replica running
 	// the server's controllers (the series sweeper, ...).
 	LeaderElection LeaderElectionConfig
@@ -107,6 +116,22 @@ func (c CompletedConfig) New() (*EventsServer, error) {
 	store, err := eventregistry.NewREST(Scheme, c.GenericConfig.RESTOptionsGetter, c.ExtraConfig.EventTTL)
 	if err != nil {
 		return nil, fmt.Errorf("creating the events store: %w", err)
+	}
+
+	if c.ExtraConfig.Fold != nil {
+		folder, err := store.EnableFolding(*c.ExtraConfig.Fold, clock.RealClock{})
+		if err != nil {
+			return nil, err
+		}
+		err = genericServer.AddPreShutdownHook("events-fold-flush", func() error {
+			ctx, cancel := context.WithTimeout(context.Background(), foldFlushTimeout)
+			defer cancel()
+			folder.Flush(ctx)
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
 	}
 
 	controllers, err := c.controllers(store)

@@ -111,6 +111,10 @@ func (o *Options) Config() (*apiserver.Config, error) {
 	if err != nil {
 		return nil, err
 	}
+	fold, err := o.foldConfig()
+	if err != nil {
+		return nil, err
+	}
 
 	return &apiserver.Config{
 		GenericConfig: cfg,
@@ -118,6 +122,7 @@ func (o *Options) Config() (*apiserver.Config, error) {
 			EventTTL:        o.EventTTL,
 			SeriesSweeper:   sweeperThresholds,
 			EtcdMaintenance: o.EtcdMaintenance.config(),
+			Fold:            fold,
 		},
 	}, nil
 }
