@@ -39,3 +39,7 @@ verify: ## Check generated code is current, gofmt and go vet are clean.
 .PHONY: envtest-assets
 envtest-assets: ## Build and cache kube-apiserver, kubectl and etcd for the tests.
 	hack/envtest-assets.sh
+
+.PHONY: bench
+bench: ## Side-by-side benchmark against kube-apiserver (about 10 minutes; by hand, on a quiet machine). ARGS=... passes flags.
+	hack/bench.sh $(ARGS)
