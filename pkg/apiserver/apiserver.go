@@ -17,6 +17,7 @@ import (
 	"github.com/kube-events/events-apiserver/pkg/apis/events"
 	eventsv1 "github.com/kube-events/events-apiserver/pkg/apis/events/v1"
 	eventsv1beta1 "github.com/kube-events/events-apiserver/pkg/apis/events/v1beta1"
+	"github.com/kube-events/events-apiserver/pkg/mirror"
 	eventregistry "github.com/kube-events/events-apiserver/pkg/registry/event"
 )
 
@@ -36,6 +37,10 @@ type ExtraConfig struct {
 	// server's start to its shutdown, marking abandoned series Unknown.
 	// Nil when the plugin is disabled: no plugin, no series states to keep.
 	SeriesSweeper *eventseries.Thresholds
+	// Mirror, when set, copies the events of the kube-apiserver it names
+	// into the store (see pkg/mirror), from the server's start to its
+	// shutdown.
+	Mirror *mirror.Config
 }
 
 // Config is the generic server configuration plus ExtraConfig. Its
@@ -91,6 +96,12 @@ func (c CompletedConfig) New() (*EventsServer, error) {
 	if c.ExtraConfig.SeriesSweeper != nil {
 		if err := installSweeper(genericServer, store, *c.ExtraConfig.SeriesSweeper); err != nil {
 			return nil, fmt.Errorf("installing the event series sweeper: %w", err)
+		}
+	}
+
+	if c.ExtraConfig.Mirror != nil {
+		if err := installMirror(genericServer, store, *c.ExtraConfig.Mirror); err != nil {
+			return nil, fmt.Errorf("installing the events mirror: %w", err)
 		}
 	}
 

@@ -111,10 +111,14 @@ func (o *Options) Config() (*apiserver.Config, error) {
 	if err != nil {
 		return nil, err
 	}
+	mirrorConfig, err := o.Mirror.config(r.CoreAPI.CoreAPIKubeconfigPath)
+	if err != nil {
+		return nil, err
+	}
 
 	return &apiserver.Config{
 		GenericConfig: cfg,
-		ExtraConfig:   apiserver.ExtraConfig{EventTTL: o.EventTTL, SeriesSweeper: sweeperThresholds},
+		ExtraConfig:   apiserver.ExtraConfig{EventTTL: o.EventTTL, SeriesSweeper: sweeperThresholds, Mirror: mirrorConfig},
 	}, nil
 }
 
