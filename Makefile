@@ -39,3 +39,7 @@ verify: ## Check generated code is current, gofmt and go vet are clean.
 .PHONY: envtest-assets
 envtest-assets: ## Build and cache kube-apiserver, kubectl and etcd for the tests.
 	hack/envtest-assets.sh
+
+.PHONY: bench-mirror
+bench-mirror: ## Mirror benchmark: 100,000 events seeded in kube-apiserver, then 500 changes/s for 60s (hack/bench-mirror.sh).
+	hack/bench-mirror.sh

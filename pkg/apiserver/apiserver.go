@@ -38,9 +38,12 @@ type ExtraConfig struct {
 	// Nil when the plugin is disabled: no plugin, no series states to keep.
 	SeriesSweeper *eventseries.Thresholds
 	// Mirror, when set, copies the events of the kube-apiserver it names
-	// into the store (see pkg/mirror), from the server's start to its
-	// shutdown.
+	// into the store (see pkg/mirror), on one replica at a time (elected
+	// through the server's etcd), from the server's start to its shutdown.
 	Mirror *mirror.Config
+	// LeaderElectionTTL is how long a replica that died keeps leading;
+	// leaderelection.DefaultTTL when zero.
+	LeaderElectionTTL time.Duration
 }
 
 // Config is the generic server configuration plus ExtraConfig. Its
@@ -100,7 +103,11 @@ func (c CompletedConfig) New() (*EventsServer, error) {
 	}
 
 	if c.ExtraConfig.Mirror != nil {
-		if err := installMirror(genericServer, store, *c.ExtraConfig.Mirror); err != nil {
+		options, err := c.GenericConfig.RESTOptionsGetter.GetRESTOptions(core.Resource("events"), &core.Event{})
+		if err != nil {
+			return nil, err
+		}
+		if err := installMirror(genericServer, store, *c.ExtraConfig.Mirror, options.StorageConfig.Transport, c.ExtraConfig.LeaderElectionTTL); err != nil {
 			return nil, fmt.Errorf("installing the events mirror: %w", err)
 		}
 	}
