@@ -16,3 +16,6 @@ export PATH="${KUBEBUILDER_ASSETS}:${PATH}"
 
 echo "test: go test"
 go test -count=1 -timeout 45m ./...
+
+echo "test: mirror benchmark, smoke form (2,000 events, 100/s for 10s; budget 1 minute)"
+hack/bench-mirror.sh --smoke
