@@ -405,16 +405,17 @@ func (d *driver) drive(ctx context.Context) ([]change, error) {
 }
 
 // change makes the tick-th change: a new event on even ticks, a count bump
-// of the event created two ticks before (when its create is done) on odd.
+// on odd ticks of the event created 64 ticks before (a create on the first
+// odd ticks).
 func (d *driver) change(ctx context.Context, tick int, latest *sync.Map) (*corev1.Event, error) {
 	if tick%2 == 1 {
-		if prev, ok := latest.Load(tick - 1); ok {
+		if prev, ok := latest.Load(tick - 65); ok {
 			e := prev.(*corev1.Event).DeepCopy()
 			e.Count++
 			e.LastTimestamp = metav1.Now()
 			got, err := d.upstream.CoreV1().Events(e.Namespace).Update(ctx, e, metav1.UpdateOptions{})
 			if err == nil {
-				latest.Store(tick-1, got)
+				latest.Store(tick-65, got)
 			}
 			return got, err
 		}

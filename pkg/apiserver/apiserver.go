@@ -38,12 +38,12 @@ type ExtraConfig struct {
 	// Nil when the plugin is disabled: no plugin, no series states to keep.
 	SeriesSweeper *eventseries.Thresholds
 	// Mirror, when set, copies the events of the kube-apiserver it names
-	// into the store (see pkg/mirror), on one replica at a time (elected
-	// through the server's etcd), from the server's start to its shutdown.
+	// into the store (see pkg/mirror): a controller, run on the elected
+	// replica only.
 	Mirror *mirror.Config
-	// LeaderElectionTTL is how long a replica that died keeps leading;
-	// leaderelection.DefaultTTL when zero.
-	LeaderElectionTTL time.Duration
+	// LeaderElection tunes the election that picks the one replica running
+	// the server's controllers (the series sweeper, the mirror, ...).
+	LeaderElection LeaderElectionConfig
 }
 
 // Config is the generic server configuration plus ExtraConfig. Its
@@ -96,19 +96,13 @@ func (c CompletedConfig) New() (*EventsServer, error) {
 		return nil, fmt.Errorf("creating the events store: %w", err)
 	}
 
-	if c.ExtraConfig.SeriesSweeper != nil {
-		if err := installSweeper(genericServer, store, *c.ExtraConfig.SeriesSweeper); err != nil {
-			return nil, fmt.Errorf("installing the event series sweeper: %w", err)
-		}
+	controllers, err := c.controllers(store)
+	if err != nil {
+		return nil, err
 	}
-
-	if c.ExtraConfig.Mirror != nil {
-		options, err := c.GenericConfig.RESTOptionsGetter.GetRESTOptions(core.Resource("events"), &core.Event{})
-		if err != nil {
+	if len(controllers) > 0 {
+		if err := c.installControllers(genericServer, controllers); err != nil {
 			return nil, err
-		}
-		if err := installMirror(genericServer, store, *c.ExtraConfig.Mirror, options.StorageConfig.Transport, c.ExtraConfig.LeaderElectionTTL); err != nil {
-			return nil, fmt.Errorf("installing the events mirror: %w", err)
 		}
 	}
 
@@ -135,4 +129,41 @@ func (c CompletedConfig) New() (*EventsServer, error) {
 	}
 
 	return &EventsServer{GenericAPIServer: genericServer, Events: store}, nil
+}
+
+var _ Controller = &mirror.Mirror{}
+
+// controllers builds the loops the server runs on the elected replica.
+func (c CompletedConfig) controllers(store *eventregistry.REST) ([]Controller, error) {
+	var controllers []Controller
+	if c.ExtraConfig.SeriesSweeper != nil {
+		sweeper, err := newSweeperController(store, *c.ExtraConfig.SeriesSweeper)
+		if err != nil {
+			return nil, fmt.Errorf("event series sweeper: %w", err)
+		}
+		controllers = append(controllers, sweeper)
+	}
+	if c.ExtraConfig.Mirror != nil {
+		m, err := mirror.NewForConfig(*c.ExtraConfig.Mirror, store, Codecs.UniversalDecoder())
+		if err != nil {
+			return nil, fmt.Errorf("events mirror: %w", err)
+		}
+		controllers = append(controllers, m)
+	}
+	return controllers, nil
+}
+
+// installControllers runs controllers under the election "controllers",
+// through an etcd client of the events storage, from the server's start to
+// its shutdown.
+func (c CompletedConfig) installControllers(server *genericapiserver.GenericAPIServer, controllers []Controller) error {
+	options, err := c.GenericConfig.RESTOptionsGetter.GetRESTOptions(core.Resource("events"), &core.Event{})
+	if err != nil {
+		return fmt.Errorf("events storage options: %w", err)
+	}
+	runner, err := newControllerRunner(options.StorageConfig.Config, c.ExtraConfig.LeaderElection, controllers)
+	if err != nil {
+		return err
+	}
+	return runner.install(server)
 }

@@ -19,7 +19,7 @@ func (m *Mirror) StartWorkers(ctx context.Context) (offer func(*corev1.Event, ti
 		pending: newPending(m.options.MaxPending),
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.NewTypedItemExponentialFailureRateLimiter[string](m.options.RetryBaseDelay, m.options.RetryMaxDelay),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: Name + "_test", Clock: m.clock}),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: queueName + "_test", Clock: m.clock}),
 		cancel: cancel,
 	}
 	var workers sync.WaitGroup

@@ -59,8 +59,10 @@ const (
 	// the mirror's last write.
 	AnnotationResourceVersion = "events-apiserver.k8s.io/upstream-resource-version"
 
-	// Name is the mirror's name as a controller and its workqueue's name.
-	Name = "events_mirror"
+	// Name is the mirror's name among the server's controllers.
+	Name = "mirror"
+	// queueName names the workqueue in its metrics (workqueue_*{name=...}).
+	queueName = "events_mirror"
 )
 
 // Defaults of Options, sized for 500 upstream events per second sustained
@@ -137,8 +139,8 @@ type Config struct {
 	Options
 }
 
-// Mirror copies upstream events into a Store. It is a controller of the
-// server: Run runs it on one replica at a time.
+// Mirror copies upstream events into a Store. It is one of the server's
+// controllers (pkg/apiserver runs it on the elected replica only).
 type Mirror struct {
 	events  typedcorev1.EventInterface
 	store   Store
@@ -186,8 +188,8 @@ func (m *Mirror) Name() string { return Name }
 // returns, the mirror writes nothing more. It also returns, logging why,
 // when it finds that there is nothing to mirror (ErrSharedStore).
 func (m *Mirror) Run(ctx context.Context) {
-	logger := klog.FromContext(ctx).WithName("mirror")
-	ctx, cancel := context.WithCancelCause(klog.NewContext(ctx, logger))
+	logger := klog.FromContext(ctx)
+	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	logger.Info("Mirroring kube-apiserver's events", "workers", m.options.Workers, "qps", m.options.QPS,
 		"maxPending", m.options.MaxPending, "pageSize", m.options.PageSize)
@@ -197,7 +199,7 @@ func (m *Mirror) Run(ctx context.Context) {
 		pending: newPending(m.options.MaxPending),
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.NewTypedItemExponentialFailureRateLimiter[string](m.options.RetryBaseDelay, m.options.RetryMaxDelay),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: Name, Clock: m.clock}),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: queueName, Clock: m.clock}),
 		cancel: cancel,
 	}
 	var workers sync.WaitGroup

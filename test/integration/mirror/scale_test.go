@@ -156,7 +156,7 @@ func replicaMetrics(t *testing.T, p *framework.ServerProcess) map[string]float64
 }
 
 const (
-	leaderSample  = `events_apiserver_leader{election="mirror"}`
+	leaderSample  = `events_apiserver_leader{election="controllers"}`
 	createsSample = `events_apiserver_mirror_writes_total{operation="create"}`
 	updatesSample = `events_apiserver_mirror_writes_total{operation="update"}`
 	pausedSample  = `events_apiserver_mirror_read_paused_seconds_total`
@@ -237,7 +237,7 @@ func (p *putsPerVersion) writtenTwice() []string {
 	return twice
 }
 
-// leader waits until exactly one of replicas leads the mirror election and
+// leader waits until exactly one of replicas leads the controllers election and
 // returns its index.
 func leader(t *testing.T, replicas ...*framework.ServerProcess) int {
 	t.Helper()
@@ -262,7 +262,7 @@ func leader(t *testing.T, replicas ...*framework.ServerProcess) int {
 		return lead >= 0, nil
 	})
 	if err != nil {
-		t.Fatalf("no single leader of the mirror election: %v", err)
+		t.Fatalf("no single leader of the controllers election: %v", err)
 	}
 	return lead
 }
