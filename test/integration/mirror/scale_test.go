@@ -412,3 +412,50 @@ func TestShutdownWhileMirroringEndsCleanly(t *testing.T) {
 	again := startReplica(t, etcd, "again")
 	waitMirrored(t, replicaClient(t, again), ns, 2*time.Minute)
 }
+
+// Offload mode: kube-apiserver keeps its events in our etcd
+// (--etcd-servers-overrides=/events#<our etcd>). A mirror pointed at it
+// finds kube-apiserver's own event already in our store (same uid and
+// resourceVersion), refuses with a clear message, and rewrites nothing.
+func TestMirrorRefusesAStoreSharedWithKubeAPIServer(t *testing.T) {
+	offload, err := framework.StartAggregatedCluster(framework.AggregatedClusterOptions{Offload: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := offload.Stop(); err != nil {
+			t.Errorf("stopping the offload cluster: %v", err)
+		}
+	})
+	p, err := framework.StartServerProcess(testContext(t), serverBinary, filepath.Join(t.TempDir(), "offload-mirror"),
+		"--etcd-servers="+offload.EventsEtcd.Endpoints[0], "--mirror=true", "--mirror-kubeconfig="+offload.Kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Stop() })
+
+	ns, err := client(t, offload).CoreV1().Namespaces().Create(testContext(t),
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "offload-"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	created, err := client(t, offload).CoreV1().Events(ns.Name).Create(testContext(t), streamEvent(ns.Name, 0), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const message = "kube-apiserver stores its events in this server's etcd (offload mode"
+	err = wait.PollUntilContextTimeout(testContext(t), 200*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		return strings.Contains(p.Log(), message), nil
+	})
+	if err != nil {
+		t.Fatalf("no refusal in the log within 30s:\n%s", tail(p.Log(), 40))
+	}
+	ours, err := replicaClient(t, p).CoreV1().Events(ns.Name).Get(testContext(t), created.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ours.UID != created.UID || ours.ResourceVersion != created.ResourceVersion || ours.Labels[pkgmirror.LabelMirroredFrom] != "" {
+		t.Errorf("kube-apiserver's event in our store: uid %s, resourceVersion %s, labels %v; want it untouched (uid %s, resourceVersion %s)",
+			ours.UID, ours.ResourceVersion, ours.Labels, created.UID, created.ResourceVersion)
+	}
+}
