@@ -56,3 +56,7 @@ bench-storm: ## Storm benchmark: hot-looping reporter vs 20 quiet reporters and 
 .PHONY: bench
 bench: ## Side-by-side benchmark against kube-apiserver (about 10 minutes; by hand, on a quiet machine). ARGS=... passes flags.
 	hack/bench.sh $(ARGS)
+
+.PHONY: bench-mirror
+bench-mirror: ## Mirror benchmark: 100,000 events seeded in kube-apiserver, then 500 changes/s for 60s (hack/bench-mirror.sh).
+	hack/bench-mirror.sh
