@@ -46,7 +46,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
-	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/registry/rest"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
@@ -54,6 +53,7 @@ import (
 
 	"github.com/kube-events/events-apiserver/pkg/apis/core"
 	ourcorev1 "github.com/kube-events/events-apiserver/pkg/apis/core/v1"
+	eventregistry "github.com/kube-events/events-apiserver/pkg/registry/event"
 )
 
 const (
@@ -296,7 +296,7 @@ func (m *Mirror) Sync(ctx context.Context, upstream *corev1.Event) error {
 }
 
 func (m *Mirror) upsert(ctx context.Context, upstream *corev1.Event) error {
-	ctx = writeContext(ctx, upstream.Namespace)
+	ctx = eventregistry.InternalWriteContext(ctx, upstream.Namespace, ourcorev1.SchemeGroupVersion)
 	obj, err := m.store.Get(ctx, upstream.Name, &metav1.GetOptions{})
 	var existing *core.Event
 	switch {
@@ -334,21 +334,6 @@ func (m *Mirror) upsert(ctx context.Context, upstream *corev1.Event) error {
 	writesTotal.WithLabelValues(operation).Inc()
 	lagSeconds.Observe(m.now().Sub(LatestTime(upstream)).Seconds())
 	return nil
-}
-
-// writeContext is a request context for a core/v1 write of an event in
-// namespace, so that the strategy applies the legacy core/v1 rules.
-func writeContext(ctx context.Context, namespace string) context.Context {
-	ctx = genericapirequest.WithNamespace(ctx, namespace)
-	return genericapirequest.WithRequestInfo(ctx, &genericapirequest.RequestInfo{
-		IsResourceRequest: true,
-		APIPrefix:         "api",
-		APIGroup:          ourcorev1.SchemeGroupVersion.Group,
-		APIVersion:        ourcorev1.SchemeGroupVersion.Version,
-		Namespace:         namespace,
-		Resource:          "events",
-		Verb:              "update",
-	})
 }
 
 // Unchanged tells whether stored is the mirror of upstream at its current

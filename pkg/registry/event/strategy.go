@@ -57,9 +57,17 @@ func (Strategy) DefaultGarbageCollectionPolicy(context.Context) rest.GarbageColl
 // resourceVersion) is set by the generic registry.
 func (Strategy) PrepareForCreate(context.Context, runtime.Object) {}
 
-// PrepareForUpdate leaves an update as sent, for the same reason; which
-// fields may change is the business of ValidateUpdate.
-func (Strategy) PrepareForUpdate(context.Context, runtime.Object, runtime.Object) {}
+// PrepareForUpdate keeps the stored series state when an update of a
+// series carries none: a client that does not know the field (an older
+// client, one that drops unknown fields on a round trip) does not reset it.
+// Everything else is left as sent; which fields may change is the business
+// of ValidateUpdate.
+func (Strategy) PrepareForUpdate(_ context.Context, obj, old runtime.Object) {
+	newEvent, oldEvent := obj.(*core.Event), old.(*core.Event)
+	if newEvent.Series != nil && newEvent.Series.State == "" && oldEvent.Series != nil {
+		newEvent.Series.State = oldEvent.Series.State
+	}
+}
 
 // Validate validates a new event against the rules of the request's API version.
 func (Strategy) Validate(ctx context.Context, obj runtime.Object) field.ErrorList {
