@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apiserver/pkg/registry/rest"
 	genericapiserver "k8s.io/apiserver/pkg/server"
+	"k8s.io/utils/clock"
 
 	"github.com/kube-events/events-apiserver/pkg/admission/eventseries"
 	"github.com/kube-events/events-apiserver/pkg/apis/core"
@@ -18,6 +19,7 @@ import (
 	eventsv1 "github.com/kube-events/events-apiserver/pkg/apis/events/v1"
 	eventsv1beta1 "github.com/kube-events/events-apiserver/pkg/apis/events/v1beta1"
 	eventregistry "github.com/kube-events/events-apiserver/pkg/registry/event"
+	"github.com/kube-events/events-apiserver/pkg/registry/event/series"
 )
 
 // DefaultEventTTL is how long an event lives after its last write unless
@@ -130,11 +132,12 @@ func (c CompletedConfig) New() (*EventsServer, error) {
 func (c CompletedConfig) controllers(store *eventregistry.REST) ([]Controller, error) {
 	var controllers []Controller
 	if c.ExtraConfig.SeriesSweeper != nil {
-		sweeper, err := newSweeperController(store, *c.ExtraConfig.SeriesSweeper)
+		sweeper, err := series.NewSweeper(store, *c.ExtraConfig.SeriesSweeper)
 		if err != nil {
 			return nil, fmt.Errorf("event series sweeper: %w", err)
 		}
-		controllers = append(controllers, sweeper)
+		state := series.NewStateController(store, *c.ExtraConfig.SeriesSweeper, clock.RealClock{})
+		controllers = append(controllers, state, sweeper)
 	}
 	return controllers, nil
 }
