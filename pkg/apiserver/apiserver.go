@@ -22,6 +22,7 @@ import (
 	"github.com/kube-events/events-apiserver/pkg/etcdmaint"
 	"github.com/kube-events/events-apiserver/pkg/mirror"
 	eventregistry "github.com/kube-events/events-apiserver/pkg/registry/event"
+	"github.com/kube-events/events-apiserver/pkg/registry/event/series"
 )
 
 // DefaultEventTTL is how long an event lives after its last write unless
@@ -186,11 +187,12 @@ var _ Controller = &mirror.Mirror{}
 func (c CompletedConfig) controllers(store *eventregistry.REST) ([]Controller, error) {
 	var controllers []Controller
 	if c.ExtraConfig.SeriesSweeper != nil {
-		sweeper, err := newSweeperController(store, *c.ExtraConfig.SeriesSweeper)
+		sweeper, err := series.NewSweeper(store, *c.ExtraConfig.SeriesSweeper)
 		if err != nil {
 			return nil, fmt.Errorf("event series sweeper: %w", err)
 		}
-		controllers = append(controllers, sweeper)
+		state := series.NewStateController(store, *c.ExtraConfig.SeriesSweeper, clock.RealClock{})
+		controllers = append(controllers, state, sweeper)
 	}
 	if c.ExtraConfig.Mirror != nil {
 		m, err := mirror.NewForConfig(*c.ExtraConfig.Mirror, store, Codecs.UniversalDecoder())
