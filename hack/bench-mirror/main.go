@@ -55,7 +55,7 @@ func main() {
 	flag.IntVar(&s.rate, "rate", 500, "upstream changes per second during the sustained phase")
 	flag.DurationVar(&s.duration, "duration", time.Minute, "length of the sustained phase")
 	flag.IntVar(&s.namespaces, "namespaces", 20, "namespaces the events are spread over")
-	flag.DurationVar(&s.timeout, "timeout", 20*time.Minute, "bound of the whole run")
+	flag.DurationVar(&s.timeout, "timeout", 45*time.Minute, "bound of the whole run")
 	flag.Parse()
 	if s.binary == "" || os.Getenv("KUBEBUILDER_ASSETS") == "" {
 		fmt.Fprintln(os.Stderr, "usage: KUBEBUILDER_ASSETS=... bench-mirror -server <events-apiserver binary> [flags]; see hack/bench-mirror.sh")
@@ -355,7 +355,7 @@ func (d *driver) sustain(ctx context.Context, server *framework.ServerProcess) (
 	return l, nil
 }
 
-// drive writes d.s.rate changes per second for d.s.duration, from 16
+// drive writes d.s.rate changes per second for d.s.duration, from 64
 // writers, and returns them.
 func (d *driver) drive(ctx context.Context) ([]change, error) {
 	total := int(d.s.duration.Seconds() * float64(d.s.rate))
@@ -366,7 +366,7 @@ func (d *driver) drive(ctx context.Context) ([]change, error) {
 	var firstErr error
 	var once sync.Once
 	var wg sync.WaitGroup
-	for range 16 {
+	for range 64 {
 		wg.Go(func() {
 			for tick := range ticks {
 				got, err := d.change(ctx, tick, &latest)

@@ -427,6 +427,12 @@ func TestMirrorRefusesAStoreSharedWithKubeAPIServer(t *testing.T) {
 			t.Errorf("stopping the offload cluster: %v", err)
 		}
 	})
+	// The cluster's own server shares the events etcd, and with it the
+	// election of the replica running the controllers: stop it, so that
+	// the replica under test leads.
+	if err := offload.StopServer(); err != nil {
+		t.Fatal(err)
+	}
 	p, err := framework.StartServerProcess(testContext(t), serverBinary, filepath.Join(t.TempDir(), "offload-mirror"),
 		"--etcd-servers="+offload.EventsEtcd.Endpoints[0], "--mirror=true", "--mirror-kubeconfig="+offload.Kubeconfig)
 	if err != nil {
