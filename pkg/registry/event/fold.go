@@ -365,9 +365,13 @@ func (f *Folder) flush(ctx context.Context, s *foldedSeries) {
 func (f *Folder) armFlush(s *foldedSeries, delay time.Duration) {
 	s.flushArmed = true
 	f.wg.Add(1)
+	// The flush runs in a goroutine of its own: a fake clock calls this
+	// function while holding its lock, and flush reads the clock.
 	s.timer = f.clock.AfterFunc(delay, func() {
-		defer f.wg.Done()
-		f.flush(context.Background(), s)
+		go func() {
+			defer f.wg.Done()
+			f.flush(context.Background(), s)
+		}()
 	})
 }
 
