@@ -19,12 +19,22 @@ import (
 	"github.com/kube-events/events-apiserver/pkg/apis/events"
 	eventsv1 "github.com/kube-events/events-apiserver/pkg/apis/events/v1"
 	eventsv1beta1 "github.com/kube-events/events-apiserver/pkg/apis/events/v1beta1"
+	"github.com/kube-events/events-apiserver/pkg/etcdmaint"
+	"github.com/kube-events/events-apiserver/pkg/mirror"
 	eventregistry "github.com/kube-events/events-apiserver/pkg/registry/event"
 )
 
 // DefaultEventTTL is how long an event lives after its last write unless
 // configured otherwise; kube-apiserver's --event-ttl default.
 const DefaultEventTTL = time.Hour
+
+// DefaultWatchTerminationGracePeriod is how long a stopping server takes
+// to end its watches. The generic server's default, 0, leaves them open,
+// so its HTTP shutdown waits out the whole request timeout (60s) whenever
+// a client watches: a rolling update then keeps every watcher on a
+// replica that is going away. With a grace period, the watches are ended
+// (at 200 a second or faster) and the clients resume on another replica.
+const DefaultWatchTerminationGracePeriod = 5 * time.Second
 
 // eventsGroupPriority is kube-apiserver's group priority for events.k8s.io.
 const eventsGroupPriority = 17750
@@ -45,9 +55,18 @@ type ExtraConfig struct {
 	// (pkg/registry/event Folder); the folded counts still in memory are
 	// written before the server stops. Nil: every create is stored.
 	Fold *eventregistry.FoldConfig
+	// Mirror, when set, copies the events of the kube-apiserver it names
+	// into the store (see pkg/mirror): a controller, run on the elected
+	// replica only.
+	Mirror *mirror.Config
 	// LeaderElection tunes the election that picks the one replica running
-	// the server's controllers (the series sweeper, ...).
+	// the server's controllers (the series sweeper, the mirror, ...).
 	LeaderElection LeaderElectionConfig
+	// EtcdMaintenance, when set, runs the etcd housekeeping of
+	// pkg/etcdmaint on every replica (see installEtcdMaintenance for why
+	// not under the election). Nil turns it off, for an etcd that someone
+	// else maintains.
+	EtcdMaintenance *etcdmaint.Config
 }
 
 // Config is the generic server configuration plus ExtraConfig. Its
@@ -80,6 +99,10 @@ type CompletedConfig struct {
 func (cfg *Config) Complete() CompletedConfig {
 	if cfg.ExtraConfig.EventTTL == 0 {
 		cfg.ExtraConfig.EventTTL = DefaultEventTTL
+	}
+	cfg.GenericConfig.LivezChecks = withoutEtcdChecks(cfg.GenericConfig.LivezChecks)
+	if cfg.GenericConfig.ShutdownWatchTerminationGracePeriod == 0 {
+		cfg.GenericConfig.ShutdownWatchTerminationGracePeriod = DefaultWatchTerminationGracePeriod
 	}
 	return CompletedConfig{&completedConfig{
 		GenericConfig: cfg.GenericConfig.Complete(),
@@ -126,6 +149,12 @@ func (c CompletedConfig) New() (*EventsServer, error) {
 		}
 	}
 
+	if c.ExtraConfig.EtcdMaintenance != nil {
+		if err := c.installEtcdMaintenance(genericServer, *c.ExtraConfig.EtcdMaintenance); err != nil {
+			return nil, fmt.Errorf("installing the etcd maintenance: %w", err)
+		}
+	}
+
 	legacy := genericapiserver.NewDefaultAPIGroupInfo(core.GroupName, Scheme, ParameterCodec, Codecs)
 	legacy.VersionedResourcesStorageMap[corev1.SchemeGroupVersion.Version] = map[string]rest.Storage{"events": store}
 	if err := genericServer.InstallLegacyAPIGroup(genericapiserver.DefaultLegacyAPIPrefix, &legacy); err != nil {
@@ -151,6 +180,8 @@ func (c CompletedConfig) New() (*EventsServer, error) {
 	return &EventsServer{GenericAPIServer: genericServer, Events: store}, nil
 }
 
+var _ Controller = &mirror.Mirror{}
+
 // controllers builds the loops the server runs on the elected replica.
 func (c CompletedConfig) controllers(store *eventregistry.REST) ([]Controller, error) {
 	var controllers []Controller
@@ -160,6 +191,13 @@ func (c CompletedConfig) controllers(store *eventregistry.REST) ([]Controller, e
 			return nil, fmt.Errorf("event series sweeper: %w", err)
 		}
 		controllers = append(controllers, sweeper)
+	}
+	if c.ExtraConfig.Mirror != nil {
+		m, err := mirror.NewForConfig(*c.ExtraConfig.Mirror, store, Codecs.UniversalDecoder())
+		if err != nil {
+			return nil, fmt.Errorf("events mirror: %w", err)
+		}
+		controllers = append(controllers, m)
 	}
 	return controllers, nil
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/kube-events/events-apiserver/pkg/admission/eventseries"
 	eventregistry "github.com/kube-events/events-apiserver/pkg/registry/event"
+	"github.com/kube-events/events-apiserver/test/freeport"
 )
 
 func TestAdmissionPluginsPerMode(t *testing.T) {
@@ -151,7 +152,7 @@ plugins:
 		t.Run(tt.name, func(t *testing.T) {
 			t.Setenv("KUBERNETES_SERVICE_HOST", "")
 			o := parse(t, append([]string{"--data-dir=" + t.TempDir(), "--etcd-servers=http://127.0.0.1:1",
-				"--secure-port=" + strconv.Itoa(freePort(t))}, tt.args...)...)
+				"--secure-port=" + strconv.Itoa(freeport.Port(t))}, tt.args...)...)
 			if err := o.Complete(); err != nil {
 				t.Fatal(err)
 			}
