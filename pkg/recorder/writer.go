@@ -30,6 +30,7 @@ type write struct {
 	name         string
 	count        int32
 	lastObserved time.Time
+	sentAt       time.Time // the clock when the write was taken up
 }
 
 // writeLoop restores the recorders' series, then writes the queue, one
@@ -91,7 +92,7 @@ func (b *Broadcaster) nextWrite() (write, bool) {
 			continue
 		}
 		e.inFlight = true
-		w := write{entry: e, kind: kind, namespace: e.event.Namespace, name: e.event.Name, count: e.count, lastObserved: e.lastObserved}
+		w := write{entry: e, kind: kind, namespace: e.event.Namespace, name: e.event.Name, count: e.count, lastObserved: e.lastObserved, sentAt: b.opts.Clock.Now()}
 		if kind == writeCreate {
 			w.event = e.event.DeepCopy()
 			w.event.Series = nil
@@ -138,7 +139,7 @@ func (b *Broadcaster) written(w write, err error) (time.Duration, bool) {
 	case err == nil:
 		b.failures = 0
 		writesTotal.WithLabelValues(w.kind).Inc()
-		e.lastWrite = b.opts.Clock.Now()
+		e.lastWrite = w.sentAt
 		switch w.kind {
 		case writeCreate:
 			e.created, e.written = true, 1
