@@ -92,7 +92,7 @@ func (f *fixture) start(t *testing.T, controller string, opts recorder.Options) 
 	opts.RestoreNamespace = f.namespace
 	broadcaster := recorder.NewBroadcaster(client.EventsV1(), opts)
 	rec := broadcaster.NewRecorder(scheme.Scheme, controller)
-	logger := textlogger.NewLogger(textlogger.NewConfig(textlogger.Output(f.logs)))
+	logger := textlogger.NewLogger(textlogger.NewConfig(textlogger.Output(f.logs), textlogger.Verbosity(2)))
 	if err := broadcaster.StartRecordingToSinkWithContext(klog.NewContext(t.Context(), logger)); err != nil {
 		t.Fatal(err)
 	}

@@ -165,12 +165,12 @@ func TestRestart(t *testing.T) {
 					name := stored[0].Name
 
 					f.clock.Step(tc.down)
-					_, rec = f.start(t, controller, recorder.Options{})
+					second, rec := f.start(t, controller, recorder.Options{})
+					waitRestored(t, second)
 					for range tc.after {
 						rec.Eventf(pod, nil, corev1.EventTypeWarning, "BackOff", "Restarting", "Back-off restarting failed container")
 						f.clock.Step(time.Second)
 					}
-					f.waitRequests(t, beforeRestart+len(tg.listCalls))
 					f.clock.Step(6 * time.Minute)
 					want := []summary{{Regarding: "web-0", Reason: "BackOff", Count: int32(100 + tc.after), State: f.finishedState()}}
 					stored = f.waitStored(t, "the finished series", func(s []storedEvent) bool {
@@ -261,6 +261,17 @@ func TestFullBufferDropsOldestFirst(t *testing.T) {
 				t.Errorf("stored (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// waitRestored waits until b has taken up its recorders' earlier series.
+func waitRestored(t *testing.T, b *recorder.Broadcaster) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(t.Context(), 10*time.Millisecond, waitTimeout, true, func(context.Context) (bool, error) {
+		return b.Restored(), nil
+	})
+	if err != nil {
+		t.Fatal("the broadcaster did not restore its series")
 	}
 }
 
