@@ -18,3 +18,6 @@ export PATH="${KUBEBUILDER_ASSETS}:${PATH}"
 
 echo "test: go test ./test/... (integration and image)"
 go test -count=1 -timeout 45m ./test/...
+
+echo "test: storm benchmark, smoke form (5s per run; make bench-storm runs 60s)"
+go test -count=1 -timeout 5m ./test/integration/storm -run '^$' -bench BenchmarkStorm -benchtime 1x -storm.duration 5s

@@ -111,10 +111,19 @@ func (o *Options) Config() (*apiserver.Config, error) {
 	if err != nil {
 		return nil, err
 	}
+	fold, err := o.foldConfig()
+	if err != nil {
+		return nil, err
+	}
 
 	return &apiserver.Config{
 		GenericConfig: cfg,
-		ExtraConfig:   apiserver.ExtraConfig{EventTTL: o.EventTTL, SeriesSweeper: sweeperThresholds},
+		ExtraConfig: apiserver.ExtraConfig{
+			EventTTL:        o.EventTTL,
+			SeriesSweeper:   sweeperThresholds,
+			EtcdMaintenance: o.EtcdMaintenance.config(),
+			Fold:            fold,
+		},
 	}, nil
 }
 

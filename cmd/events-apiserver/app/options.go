@@ -80,6 +80,8 @@ type Options struct {
 	EmbeddedEtcdLogLevel string
 	// Mirror configures the copy of kube-apiserver's events into our store.
 	Mirror MirrorOptions
+	// EtcdMaintenance configures the server's etcd housekeeping.
+	EtcdMaintenance EtcdMaintenanceOptions
 
 	flags     *cliflag.NamedFlagSets
 	completed bool
@@ -101,6 +103,7 @@ func NewOptions() *Options {
 		EventTTL:             apiserver.DefaultEventTTL,
 		EmbeddedEtcdLogLevel: "warn",
 		Mirror:               newMirrorOptions(),
+		EtcdMaintenance:      newEtcdMaintenanceOptions(),
 		ready:                make(chan struct{}),
 	}
 	o.Recommended.Etcd.DefaultStorageMediaType = apiserver.StorageMediaType
@@ -131,6 +134,7 @@ func (o *Options) Flags() cliflag.NamedFlagSets {
 
 	r := o.Recommended
 	r.Etcd.AddFlags(fss.FlagSet("etcd"))
+	o.EtcdMaintenance.addFlags(fss.FlagSet("etcd"))
 	r.SecureServing.AddFlags(fss.FlagSet("secure serving"))
 	r.Authentication.AddFlags(fss.FlagSet("authentication"))
 	r.Authorization.AddFlags(fss.FlagSet("authorization"))
@@ -240,6 +244,7 @@ func (o *Options) Validate() error {
 	errs = append(errs, r.Traces.Validate()...)
 	errs = append(errs, o.ComponentGlobals.Validate()...)
 	errs = append(errs, o.Mirror.validate()...)
+	errs = append(errs, o.EtcdMaintenance.validate()...)
 
 	if o.EventTTL < time.Second {
 		errs = append(errs, fmt.Errorf("--event-ttl must be at least 1s, got %v", o.EventTTL))
