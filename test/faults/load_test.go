@@ -57,6 +57,7 @@ type load struct {
 	mu         sync.Mutex
 	acked      map[string]written
 	errors     map[string]int
+	samples    map[string]string // the first error message per code
 	maxLatency time.Duration
 	hung       int
 	lastAck    time.Time
@@ -96,7 +97,8 @@ func steadyReporters() []reporterSpec {
 func startLoad(t *testing.T, config *rest.Config, namespace string, specs []reporterSpec) *load {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	l := &load{namespace: namespace, prefix: namespace, acked: map[string]written{}, errors: map[string]int{}, cancel: cancel}
+	l := &load{namespace: namespace, prefix: namespace, acked: map[string]written{}, errors: map[string]int{},
+		samples: map[string]string{}, cancel: cancel}
 	for i, spec := range specs {
 		c := rest.CopyConfig(config)
 		c.Timeout = serverRequestTimeout + clientSlack
@@ -170,6 +172,9 @@ func (l *load) report(ctx context.Context, clientset kubernetes.Interface, index
 				l.hung++
 			}
 			l.errors[code]++
+			if _, ok := l.samples[code]; !ok {
+				l.samples[code] = err.Error()
+			}
 		}
 		l.mu.Unlock()
 		if err != nil && spec.until != nil && spec.until(err) {
@@ -274,6 +279,17 @@ func (l *load) snapshot() (map[string]written, map[string]int, time.Duration, in
 		errs[k] = v
 	}
 	return acked, errs, l.maxLatency, l.hung
+}
+
+// errorSamples returns the first error message seen per code.
+func (l *load) errorSamples() map[string]string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	samples := map[string]string{}
+	for k, v := range l.samples {
+		samples[k] = v
+	}
+	return samples
 }
 
 // ackedCount is how many creates were acknowledged so far.
