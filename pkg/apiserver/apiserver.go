@@ -4,13 +4,14 @@
 package apiserver
 
 import (
+	"context"
 	"fmt"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apiserver/pkg/registry/rest"
 	genericapiserver "k8s.io/apiserver/pkg/server"
-	"k8s.io/apiserver/pkg/storage/storagebackend"
+	"k8s.io/utils/clock"
 
 	"github.com/kube-events/events-apiserver/pkg/admission/eventseries"
 	"github.com/kube-events/events-apiserver/pkg/apis/core"
@@ -37,6 +38,9 @@ const DefaultWatchTerminationGracePeriod = 5 * time.Second
 // eventsGroupPriority is kube-apiserver's group priority for events.k8s.io.
 const eventsGroupPriority = 17750
 
+// foldFlushTimeout bounds the final write of folded counts at shutdown.
+const foldFlushTimeout = 10 * time.Second
+
 // ExtraConfig is the configuration specific to the events server.
 type ExtraConfig struct {
 	// EventTTL is the lease every create and update puts an event under.
@@ -46,12 +50,17 @@ type ExtraConfig struct {
 	// server's start to its shutdown, marking abandoned series Unknown.
 	// Nil when the plugin is disabled: no plugin, no series states to keep.
 	SeriesSweeper *eventseries.Thresholds
-	// StorageTransport is how the store reaches etcd (servers and TLS
-	// files); the server's other etcd clients use it too.
-	StorageTransport storagebackend.TransportConfig
+	// Fold, when set, makes the store fold isomorphic creates of hot series
+	// (pkg/registry/event Folder); the folded counts still in memory are
+	// written before the server stops. Nil: every create is stored.
+	Fold *eventregistry.FoldConfig
+	// LeaderElection tunes the election that picks the one replica running
+	// the server's controllers (the series sweeper, ...).
+	LeaderElection LeaderElectionConfig
 	// EtcdMaintenance, when set, runs the etcd housekeeping of
-	// pkg/etcdmaint (its Client is made from StorageTransport). Nil turns
-	// it off, for an etcd that someone else maintains.
+	// pkg/etcdmaint on every replica (see installEtcdMaintenance for why
+	// not under the election). Nil turns it off, for an etcd that someone
+	// else maintains.
 	EtcdMaintenance *etcdmaint.Config
 }
 
@@ -109,14 +118,34 @@ func (c CompletedConfig) New() (*EventsServer, error) {
 		return nil, fmt.Errorf("creating the events store: %w", err)
 	}
 
-	if c.ExtraConfig.SeriesSweeper != nil {
-		if err := installSweeper(genericServer, store, *c.ExtraConfig.SeriesSweeper); err != nil {
-			return nil, fmt.Errorf("installing the event series sweeper: %w", err)
+	if c.ExtraConfig.Fold != nil {
+		folder, err := store.EnableFolding(*c.ExtraConfig.Fold, clock.RealClock{})
+		if err != nil {
+			return nil, err
+		}
+		err = genericServer.AddPreShutdownHook("events-fold-flush", func() error {
+			ctx, cancel := context.WithTimeout(context.Background(), foldFlushTimeout)
+			defer cancel()
+			folder.Flush(ctx)
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+
+	controllers, err := c.controllers(store)
+	if err != nil {
+		return nil, err
+	}
+	if len(controllers) > 0 {
+		if err := c.installControllers(genericServer, controllers); err != nil {
+			return nil, err
 		}
 	}
 
 	if c.ExtraConfig.EtcdMaintenance != nil {
-		if err := installEtcdMaintenance(genericServer, c.ExtraConfig.StorageTransport, *c.ExtraConfig.EtcdMaintenance); err != nil {
+		if err := c.installEtcdMaintenance(genericServer, *c.ExtraConfig.EtcdMaintenance); err != nil {
 			return nil, fmt.Errorf("installing the etcd maintenance: %w", err)
 		}
 	}
@@ -144,4 +173,32 @@ func (c CompletedConfig) New() (*EventsServer, error) {
 	}
 
 	return &EventsServer{GenericAPIServer: genericServer, Events: store}, nil
+}
+
+// controllers builds the loops the server runs on the elected replica.
+func (c CompletedConfig) controllers(store *eventregistry.REST) ([]Controller, error) {
+	var controllers []Controller
+	if c.ExtraConfig.SeriesSweeper != nil {
+		sweeper, err := newSweeperController(store, *c.ExtraConfig.SeriesSweeper)
+		if err != nil {
+			return nil, fmt.Errorf("event series sweeper: %w", err)
+		}
+		controllers = append(controllers, sweeper)
+	}
+	return controllers, nil
+}
+
+// installControllers runs controllers under the election "controllers",
+// through an etcd client of the events storage, from the server's start to
+// its shutdown.
+func (c CompletedConfig) installControllers(server *genericapiserver.GenericAPIServer, controllers []Controller) error {
+	options, err := c.GenericConfig.RESTOptionsGetter.GetRESTOptions(core.Resource("events"), &core.Event{})
+	if err != nil {
+		return fmt.Errorf("events storage options: %w", err)
+	}
+	runner, err := newControllerRunner(options.StorageConfig.Config, c.ExtraConfig.LeaderElection, controllers)
+	if err != nil {
+		return err
+	}
+	return runner.install(server)
 }

@@ -1,17 +1,15 @@
 package apiserver
 
 import (
+	"context"
 	"fmt"
 	"strings"
-	"time"
+	"sync"
 
-	"go.etcd.io/etcd/client/pkg/v3/transport"
-	etcdclient "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/apiserver/pkg/server/healthz"
-	"k8s.io/apiserver/pkg/storage/storagebackend"
 
+	"github.com/kube-events/events-apiserver/pkg/apis/core"
 	"github.com/kube-events/events-apiserver/pkg/etcdmaint"
 )
 
@@ -19,46 +17,52 @@ import (
 // maintenance loop.
 const etcdMaintenanceHookName = "start-etcd-maintenance"
 
-// newEtcdClient connects to the etcd of transport, with the TLS files the
-// storage uses, for what the server does with etcd besides storing events.
-func newEtcdClient(tc storagebackend.TransportConfig) (*etcdclient.Client, error) {
-	cfg := etcdclient.Config{
-		Endpoints:            tc.ServerList,
-		DialTimeout:          20 * time.Second,
-		DialKeepAliveTime:    30 * time.Second,
-		DialKeepAliveTimeout: 10 * time.Second,
-		Logger:               zap.NewNop(),
+// installEtcdMaintenance runs the etcd maintenance loop on this replica
+// from the server's start to its shutdown, before storage goes away.
+//
+// It runs on every replica, not under the controllers' election: the loop
+// exists to bring etcd back from NOSPACE, and while etcd refuses writes no
+// replica can win a new election (a campaign is a write), so a leader lost
+// during the alarm would leave nobody to clear it. Its steps are safe to
+// repeat: defragmenting a member that another replica just defragmented
+// finds little to do, and disarming a disarmed alarm is a no-op.
+func (c CompletedConfig) installEtcdMaintenance(server *genericapiserver.GenericAPIServer, cfg etcdmaint.Config) error {
+	options, err := c.GenericConfig.RESTOptionsGetter.GetRESTOptions(core.Resource("events"), &core.Event{})
+	if err != nil {
+		return fmt.Errorf("events storage options: %w", err)
 	}
-	if tc.CertFile != "" || tc.KeyFile != "" || tc.TrustedCAFile != "" {
-		tlsConfig, err := (transport.TLSInfo{
-			CertFile: tc.CertFile, KeyFile: tc.KeyFile, TrustedCAFile: tc.TrustedCAFile,
-		}).ClientConfig()
-		if err != nil {
-			return nil, err
-		}
-		cfg.TLS = tlsConfig
-	}
-	return etcdclient.New(cfg)
-}
-
-// installEtcdMaintenance runs the etcd maintenance loop from the server's
-// start to its shutdown, before storage goes away.
-func installEtcdMaintenance(server *genericapiserver.GenericAPIServer, tc storagebackend.TransportConfig, cfg etcdmaint.Config) error {
-	client, err := newEtcdClient(tc)
+	client, err := NewEtcdClient(options.StorageConfig.Config)
 	if err != nil {
 		return fmt.Errorf("connecting to etcd for its maintenance: %w", err)
 	}
 	cfg.Client = client
 	maintainer := etcdmaint.New(cfg)
-	runner := &sweeperRunner{}
+	var (
+		mu     sync.Mutex
+		cancel context.CancelFunc
+		done   chan struct{}
+	)
 	if err := server.AddPostStartHook(etcdMaintenanceHookName, func(hook genericapiserver.PostStartHookContext) error {
-		runner.start(hook, maintainer.Run)
+		mu.Lock()
+		defer mu.Unlock()
+		var ctx context.Context
+		ctx, cancel = context.WithCancel(hook)
+		done = make(chan struct{})
+		go func(done chan struct{}) {
+			defer close(done)
+			maintainer.Run(ctx)
+		}(done)
 		return nil
 	}); err != nil {
 		return err
 	}
 	return server.AddPreShutdownHook(etcdMaintenanceHookName, func() error {
-		runner.stop()
+		mu.Lock()
+		defer mu.Unlock()
+		if cancel != nil {
+			cancel()
+			<-done
+		}
 		return client.Close()
 	})
 }
