@@ -51,7 +51,12 @@ func NewREST(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, ttl t
 
 		TableConvertor: TableConvertor{},
 	}
-	options := &generic.StoreOptions{RESTOptions: optsGetter, AttrFunc: GetAttrs}
+	options := &generic.StoreOptions{
+		RESTOptions: optsGetter,
+		AttrFunc:    GetAttrs,
+		Indexers:    Indexers(),
+		TriggerFunc: TriggerFuncs(),
+	}
 	if err := store.CompleteWithOptions(options); err != nil {
 		return nil, err
 	}
