@@ -33,6 +33,15 @@ test: ## Run every check and test: codegen, gofmt, vet, unit and integration tes
 test-unit: ## Run the unit tests only, with -race (builds the etcd binary pkg/mirror's store tests need on first use).
 	hack/test-unit.sh
 
+.PHONY: test-faults
+test-faults: ## Run the fault suite (etcd and server killed, paused, out of space; 1,000 watchers) and print its table.
+	assets="$$(hack/envtest-assets.sh)" && KUBEBUILDER_ASSETS="$$assets" PATH="$$assets:$$PATH" $(GO) test -count=1 -timeout 15m -v ./test/faults
+
+FUZZ_TIME ?= 1m
+.PHONY: fuzz
+fuzz: ## Fuzz request decoding and field selectors, FUZZ_TIME (1m) per target; new crashers land in pkg/apiserver/testdata/fuzz.
+	for target in FuzzDecodeJSON FuzzDecodeProtobuf FuzzFieldSelector; do $(GO) test -run '^$$' -fuzz "^$$target\$$" -fuzztime $(FUZZ_TIME) ./pkg/apiserver || exit 1; done
+
 .PHONY: test-integration
 test-integration: ## Run the integration tests (builds envtest assets on first use).
 	assets="$$(hack/envtest-assets.sh)" && KUBEBUILDER_ASSETS="$$assets" PATH="$$assets:$$PATH" $(GO) test -count=1 ./test/integration/...
