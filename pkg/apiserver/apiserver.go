@@ -4,12 +4,14 @@
 package apiserver
 
 import (
+	"context"
 	"fmt"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apiserver/pkg/registry/rest"
 	genericapiserver "k8s.io/apiserver/pkg/server"
+	"k8s.io/utils/clock"
 
 	"github.com/kube-events/events-apiserver/pkg/admission/eventseries"
 	"github.com/kube-events/events-apiserver/pkg/apis/core"
@@ -17,6 +19,7 @@ import (
 	"github.com/kube-events/events-apiserver/pkg/apis/events"
 	eventsv1 "github.com/kube-events/events-apiserver/pkg/apis/events/v1"
 	eventsv1beta1 "github.com/kube-events/events-apiserver/pkg/apis/events/v1beta1"
+	"github.com/kube-events/events-apiserver/pkg/etcdmaint"
 	eventregistry "github.com/kube-events/events-apiserver/pkg/registry/event"
 )
 
@@ -24,8 +27,19 @@ import (
 // configured otherwise; kube-apiserver's --event-ttl default.
 const DefaultEventTTL = time.Hour
 
+// DefaultWatchTerminationGracePeriod is how long a stopping server takes
+// to end its watches. The generic server's default, 0, leaves them open,
+// so its HTTP shutdown waits out the whole request timeout (60s) whenever
+// a client watches: a rolling update then keeps every watcher on a
+// replica that is going away. With a grace period, the watches are ended
+// (at 200 a second or faster) and the clients resume on another replica.
+const DefaultWatchTerminationGracePeriod = 5 * time.Second
+
 // eventsGroupPriority is kube-apiserver's group priority for events.k8s.io.
 const eventsGroupPriority = 17750
+
+// foldFlushTimeout bounds the final write of folded counts at shutdown.
+const foldFlushTimeout = 10 * time.Second
 
 // ExtraConfig is the configuration specific to the events server.
 type ExtraConfig struct {
@@ -36,6 +50,18 @@ type ExtraConfig struct {
 	// server's start to its shutdown, marking abandoned series Unknown.
 	// Nil when the plugin is disabled: no plugin, no series states to keep.
 	SeriesSweeper *eventseries.Thresholds
+	// Fold, when set, makes the store fold isomorphic creates of hot series
+	// (pkg/registry/event Folder); the folded counts still in memory are
+	// written before the server stops. Nil: every create is stored.
+	Fold *eventregistry.FoldConfig
+	// LeaderElection tunes the election that picks the one replica running
+	// the server's controllers (the series sweeper, ...).
+	LeaderElection LeaderElectionConfig
+	// EtcdMaintenance, when set, runs the etcd housekeeping of
+	// pkg/etcdmaint on every replica (see installEtcdMaintenance for why
+	// not under the election). Nil turns it off, for an etcd that someone
+	// else maintains.
+	EtcdMaintenance *etcdmaint.Config
 }
 
 // Config is the generic server configuration plus ExtraConfig. Its
@@ -69,6 +95,10 @@ func (cfg *Config) Complete() CompletedConfig {
 	if cfg.ExtraConfig.EventTTL == 0 {
 		cfg.ExtraConfig.EventTTL = DefaultEventTTL
 	}
+	cfg.GenericConfig.LivezChecks = withoutEtcdChecks(cfg.GenericConfig.LivezChecks)
+	if cfg.GenericConfig.ShutdownWatchTerminationGracePeriod == 0 {
+		cfg.GenericConfig.ShutdownWatchTerminationGracePeriod = DefaultWatchTerminationGracePeriod
+	}
 	return CompletedConfig{&completedConfig{
 		GenericConfig: cfg.GenericConfig.Complete(),
 		ExtraConfig:   &cfg.ExtraConfig,
@@ -88,9 +118,35 @@ func (c CompletedConfig) New() (*EventsServer, error) {
 		return nil, fmt.Errorf("creating the events store: %w", err)
 	}
 
-	if c.ExtraConfig.SeriesSweeper != nil {
-		if err := installSweeper(genericServer, store, *c.ExtraConfig.SeriesSweeper); err != nil {
-			return nil, fmt.Errorf("installing the event series sweeper: %w", err)
+	if c.ExtraConfig.Fold != nil {
+		folder, err := store.EnableFolding(*c.ExtraConfig.Fold, clock.RealClock{})
+		if err != nil {
+			return nil, err
+		}
+		err = genericServer.AddPreShutdownHook("events-fold-flush", func() error {
+			ctx, cancel := context.WithTimeout(context.Background(), foldFlushTimeout)
+			defer cancel()
+			folder.Flush(ctx)
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+
+	controllers, err := c.controllers(store)
+	if err != nil {
+		return nil, err
+	}
+	if len(controllers) > 0 {
+		if err := c.installControllers(genericServer, controllers); err != nil {
+			return nil, err
+		}
+	}
+
+	if c.ExtraConfig.EtcdMaintenance != nil {
+		if err := c.installEtcdMaintenance(genericServer, *c.ExtraConfig.EtcdMaintenance); err != nil {
+			return nil, fmt.Errorf("installing the etcd maintenance: %w", err)
 		}
 	}
 
@@ -117,4 +173,32 @@ func (c CompletedConfig) New() (*EventsServer, error) {
 	}
 
 	return &EventsServer{GenericAPIServer: genericServer, Events: store}, nil
+}
+
+// controllers builds the loops the server runs on the elected replica.
+func (c CompletedConfig) controllers(store *eventregistry.REST) ([]Controller, error) {
+	var controllers []Controller
+	if c.ExtraConfig.SeriesSweeper != nil {
+		sweeper, err := newSweeperController(store, *c.ExtraConfig.SeriesSweeper)
+		if err != nil {
+			return nil, fmt.Errorf("event series sweeper: %w", err)
+		}
+		controllers = append(controllers, sweeper)
+	}
+	return controllers, nil
+}
+
+// installControllers runs controllers under the election "controllers",
+// through an etcd client of the events storage, from the server's start to
+// its shutdown.
+func (c CompletedConfig) installControllers(server *genericapiserver.GenericAPIServer, controllers []Controller) error {
+	options, err := c.GenericConfig.RESTOptionsGetter.GetRESTOptions(core.Resource("events"), &core.Event{})
+	if err != nil {
+		return fmt.Errorf("events storage options: %w", err)
+	}
+	runner, err := newControllerRunner(options.StorageConfig.Config, c.ExtraConfig.LeaderElection, controllers)
+	if err != nil {
+		return err
+	}
+	return runner.install(server)
 }

@@ -3,14 +3,13 @@ package apiserver
 import (
 	"context"
 	"fmt"
-	"sync"
+	"time"
 
 	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/registry/rest"
-	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
@@ -19,10 +18,6 @@ import (
 	eventconversion "github.com/kube-events/events-apiserver/pkg/conversion"
 	eventregistry "github.com/kube-events/events-apiserver/pkg/registry/event"
 )
-
-// sweeperHookName names the post-start hook that starts the event series
-// sweeper and the pre-shutdown hook that stops it.
-const sweeperHookName = "start-eventseries-sweeper"
 
 // sweeperListChunk bounds how many events the sweeper reads from etcd at a
 // time.
@@ -97,62 +92,33 @@ func (s seriesStore) UpdateSeriesState(ctx context.Context, event *core.Event, s
 	return err
 }
 
-// installSweeper starts a sweeper over events with thresholds once the
-// server has started, and stops it, waiting for a sweep in progress to end,
-// when the server shuts down, before storage goes away.
-func installSweeper(server *genericapiserver.GenericAPIServer, events *eventregistry.REST, thresholds eventseries.Thresholds) error {
+// sweeperController runs the series sweeper as one of the server's
+// controllers.
+type sweeperController struct {
+	sweeper  *eventseries.Sweeper
+	interval time.Duration
+	abandon  time.Duration
+}
+
+var _ Controller = sweeperController{}
+
+func newSweeperController(events *eventregistry.REST, thresholds eventseries.Thresholds) (sweeperController, error) {
 	sweeper, err := eventseries.NewSweeper(seriesStore{events: events}, thresholds, clock.RealClock{})
 	if err != nil {
-		return err
+		return sweeperController{}, err
 	}
 	interval := thresholds.SweepInterval
 	if interval <= 0 {
 		interval = eventseries.DefaultSweepInterval
 	}
-	runner := &sweeperRunner{}
-	if err := server.AddPostStartHook(sweeperHookName, func(hook genericapiserver.PostStartHookContext) error {
-		runner.start(hook, func(ctx context.Context) {
-			klog.FromContext(ctx).Info("Starting the event series sweeper",
-				"abandonedAfter", thresholds.AbandonedAfter(), "interval", interval)
-			sweeper.Run(ctx, interval)
-		})
-		return nil
-	}); err != nil {
-		return err
-	}
-	return server.AddPreShutdownHook(sweeperHookName, func() error {
-		runner.stop()
-		return nil
-	})
+	return sweeperController{sweeper: sweeper, interval: interval, abandon: thresholds.AbandonedAfter()}, nil
 }
 
-// sweeperRunner runs a function in the background between start and stop.
-type sweeperRunner struct {
-	mu     sync.Mutex
-	cancel context.CancelFunc
-	done   chan struct{}
-}
+// Name is the controller's name in logs.
+func (sweeperController) Name() string { return "eventseries-sweeper" }
 
-// start runs run in a goroutine until stop is called or ctx ends.
-func (r *sweeperRunner) start(ctx context.Context, run func(context.Context)) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	ctx, r.cancel = context.WithCancel(ctx)
-	r.done = make(chan struct{})
-	go func(done chan struct{}) {
-		defer close(done)
-		run(ctx)
-	}(r.done)
-}
-
-// stop ends what start started and waits for it; without start it does
-// nothing.
-func (r *sweeperRunner) stop() {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.cancel == nil {
-		return
-	}
-	r.cancel()
-	<-r.done
+// Run sweeps every interval until ctx ends.
+func (s sweeperController) Run(ctx context.Context) {
+	klog.FromContext(ctx).Info("Sweeping abandoned event series", "abandonedAfter", s.abandon, "interval", s.interval)
+	s.sweeper.Run(ctx, s.interval)
 }

@@ -100,6 +100,10 @@ type AggregatedCluster struct {
 	AuditLog string
 	// Dir holds every generated file; Stop removes it.
 	Dir string
+	// EventsEtcd is, in offload mode, the etcd that kube-apiserver keeps its
+	// events in (--etcd-servers-overrides=/events#...) and our server
+	// serves them from (--etcd-servers); nil otherwise.
+	EventsEtcd *Etcd
 
 	frontProxy  pki.KeyPair
 	serverFlags []string
@@ -118,6 +122,12 @@ type AggregatedClusterOptions struct {
 	// of the envtest kube-apiserver (known only once it runs), so that our
 	// server mirrors kube-apiserver's core/v1 events.
 	MirrorFromAdmin bool
+	// Offload runs offload mode: an events etcd (the envtest etcd binary)
+	// is started first, kube-apiserver keeps its events in it with
+	// --etcd-servers-overrides=/events#<its URL>, and our server stores
+	// events in it (--etcd-servers) instead of the embedded etcd, so that
+	// both serve the same keys.
+	Offload bool
 	// Timeout bounds the whole start; 3 minutes when zero.
 	Timeout time.Duration
 }
@@ -164,7 +174,16 @@ func StartAggregatedCluster(o AggregatedClusterOptions) (c *AggregatedCluster, e
 	if err != nil {
 		return c, err
 	}
-	if err := c.startKubeAPIServer(assets, certs); err != nil {
+	var kubeAPIServerFlags map[string]string
+	serverFlags := o.ExtraServerFlags
+	if o.Offload {
+		if c.EventsEtcd, err = RunEtcd(filepath.Join(assets, "etcd"), filepath.Join(dir, "events-etcd")); err != nil {
+			return c, fmt.Errorf("starting the events etcd: %w", err)
+		}
+		kubeAPIServerFlags = map[string]string{"etcd-servers-overrides": "/events#" + strings.Join(c.EventsEtcd.Endpoints, ";")}
+		serverFlags = append([]string{"--etcd-servers=" + strings.Join(c.EventsEtcd.Endpoints, ",")}, serverFlags...)
+	}
+	if err := c.startKubeAPIServer(assets, certs, kubeAPIServerFlags); err != nil {
 		return c, err
 	}
 	objects, err := c.renderArtifacts(ctx, filepath.Join(o.RepoRoot, "artifacts", "overlays", "default"))
@@ -178,7 +197,6 @@ func StartAggregatedCluster(o AggregatedClusterOptions) (c *AggregatedCluster, e
 	if err != nil {
 		return c, err
 	}
-	serverFlags := o.ExtraServerFlags
 	if o.MirrorFromAdmin {
 		serverFlags = append(append([]string{}, serverFlags...), "--mirror-kubeconfig="+c.Kubeconfig)
 	}
@@ -247,8 +265,8 @@ rules:
 - level: None
 `
 
-// startKubeAPIServer starts envtest with the aggregator's flags.
-func (c *AggregatedCluster) startKubeAPIServer(assets string, certs *aggregatedCertificates) error {
+// startKubeAPIServer starts envtest with the aggregator's flags and extra.
+func (c *AggregatedCluster) startKubeAPIServer(assets string, certs *aggregatedCertificates, extra map[string]string) error {
 	policy := filepath.Join(c.Dir, "audit-policy.yaml")
 	if err := os.WriteFile(policy, []byte(aggregatedAuditPolicy), 0o600); err != nil {
 		return err
@@ -269,6 +287,9 @@ func (c *AggregatedCluster) startKubeAPIServer(assets string, certs *aggregatedC
 		"audit-policy-file":        policy,
 		"audit-log-path":           c.AuditLog,
 	} {
+		args.Set(flag, value)
+	}
+	for flag, value := range extra {
 		args.Set(flag, value)
 	}
 	cfg, err := c.Env.Start()
@@ -689,10 +710,21 @@ func (c *AggregatedCluster) Stop() error {
 			errs = append(errs, fmt.Errorf("envtest: %w", err))
 		}
 	}
+	if c.EventsEtcd != nil {
+		if err := c.EventsEtcd.Stop(); err != nil {
+			errs = append(errs, fmt.Errorf("events etcd: %w", err))
+		}
+	}
 	if err := os.RemoveAll(c.Dir); err != nil {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
+}
+
+// MainEtcdEndpoint is the client URL of the cluster's main etcd, the one
+// envtest started for kube-apiserver.
+func (c *AggregatedCluster) MainEtcdEndpoint() string {
+	return c.Env.ControlPlane.Etcd.URL.String()
 }
 
 // aggregatedModuleRoot walks up from the working directory to go.mod.
