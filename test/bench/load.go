@@ -60,7 +60,6 @@ func clientset(base *rest.Config, mediaType string) (*kubernetes.Clientset, erro
 	cfg := rest.CopyConfig(base)
 	cfg.QPS, cfg.Burst = -1, -1
 	cfg.ContentType, cfg.AcceptContentTypes = mediaType, mediaType
-	cfg.Timeout = time.Minute
 	dialer := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
 	cfg.Dial = dialer.DialContext
 	return kubernetes.NewForConfig(cfg)
