@@ -239,7 +239,7 @@ func WriteTable(w io.Writer, cfg Config, results []*Result) error {
 	row("", anchor.Server, ours.Server, "ratio")
 	row("---", "---", "---", "---")
 	higher := func(a, b float64) string {
-		if a == 0 {
+		if a == 0 || b == 0 {
 			return "-"
 		}
 		return fmt.Sprintf("%.2f×", b/a)
