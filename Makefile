@@ -49,10 +49,14 @@ verify: ## Every static check and the unit tests (-race): codegen, gofmt, go vet
 envtest-assets: ## Build and cache kube-apiserver, kubectl and etcd for the tests.
 	hack/envtest-assets.sh
 
+.PHONY: bench-storm
+bench-storm: ## Storm benchmark: hot-looping reporter vs 20 quiet reporters and a reader, 60s per run (STORM_DURATION).
+	$(GO) test -count=1 -timeout 30m ./test/integration/storm -run '^$$' -bench BenchmarkStorm -benchtime 1x -storm.duration $(or $(STORM_DURATION),60s)
+
 .PHONY: bench
 bench: ## Side-by-side benchmark against kube-apiserver (about 10 minutes; by hand, on a quiet machine). ARGS=... passes flags.
 	hack/bench.sh $(ARGS)
 
-.PHONY: bench-storm
-bench-storm: ## Storm benchmark: hot-looping reporter vs 20 quiet reporters and a reader, 60s per run (STORM_DURATION).
-	$(GO) test -count=1 -timeout 30m ./test/integration/storm -run '^$$' -bench BenchmarkStorm -benchtime 1x -storm.duration $(or $(STORM_DURATION),60s)
+.PHONY: bench-mirror
+bench-mirror: ## Mirror benchmark: 100,000 events seeded in kube-apiserver, then 500 changes/s for 60s (hack/bench-mirror.sh).
+	hack/bench-mirror.sh

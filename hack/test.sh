@@ -21,3 +21,6 @@ go test -count=1 -timeout 45m ./test/...
 
 echo "test: storm benchmark, smoke form (5s per run; make bench-storm runs 60s)"
 go test -count=1 -timeout 5m ./test/integration/storm -run '^$' -bench BenchmarkStorm -benchtime 1x -storm.duration 5s
+
+echo "test: mirror benchmark, smoke form (2,000 events, 100/s for 10s; budget 1 minute)"
+hack/bench-mirror.sh --smoke

@@ -20,6 +20,7 @@ import (
 	eventsv1 "github.com/kube-events/events-apiserver/pkg/apis/events/v1"
 	eventsv1beta1 "github.com/kube-events/events-apiserver/pkg/apis/events/v1beta1"
 	"github.com/kube-events/events-apiserver/pkg/etcdmaint"
+	"github.com/kube-events/events-apiserver/pkg/mirror"
 	eventregistry "github.com/kube-events/events-apiserver/pkg/registry/event"
 )
 
@@ -54,8 +55,12 @@ type ExtraConfig struct {
 	// (pkg/registry/event Folder); the folded counts still in memory are
 	// written before the server stops. Nil: every create is stored.
 	Fold *eventregistry.FoldConfig
+	// Mirror, when set, copies the events of the kube-apiserver it names
+	// into the store (see pkg/mirror): a controller, run on the elected
+	// replica only.
+	Mirror *mirror.Config
 	// LeaderElection tunes the election that picks the one replica running
-	// the server's controllers (the series sweeper, ...).
+	// the server's controllers (the series sweeper, the mirror, ...).
 	LeaderElection LeaderElectionConfig
 	// EtcdMaintenance, when set, runs the etcd housekeeping of
 	// pkg/etcdmaint on every replica (see installEtcdMaintenance for why
@@ -175,6 +180,8 @@ func (c CompletedConfig) New() (*EventsServer, error) {
 	return &EventsServer{GenericAPIServer: genericServer, Events: store}, nil
 }
 
+var _ Controller = &mirror.Mirror{}
+
 // controllers builds the loops the server runs on the elected replica.
 func (c CompletedConfig) controllers(store *eventregistry.REST) ([]Controller, error) {
 	var controllers []Controller
@@ -184,6 +191,13 @@ func (c CompletedConfig) controllers(store *eventregistry.REST) ([]Controller, e
 			return nil, fmt.Errorf("event series sweeper: %w", err)
 		}
 		controllers = append(controllers, sweeper)
+	}
+	if c.ExtraConfig.Mirror != nil {
+		m, err := mirror.NewForConfig(*c.ExtraConfig.Mirror, store, Codecs.UniversalDecoder())
+		if err != nil {
+			return nil, fmt.Errorf("events mirror: %w", err)
+		}
+		controllers = append(controllers, m)
 	}
 	return controllers, nil
 }

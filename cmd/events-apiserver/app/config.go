@@ -115,6 +115,10 @@ func (o *Options) Config() (*apiserver.Config, error) {
 	if err != nil {
 		return nil, err
 	}
+	mirrorConfig, err := o.Mirror.config(r.CoreAPI.CoreAPIKubeconfigPath)
+	if err != nil {
+		return nil, err
+	}
 
 	return &apiserver.Config{
 		GenericConfig: cfg,
@@ -123,6 +127,7 @@ func (o *Options) Config() (*apiserver.Config, error) {
 			SeriesSweeper:   sweeperThresholds,
 			EtcdMaintenance: o.EtcdMaintenance.config(),
 			Fold:            fold,
+			Mirror:          mirrorConfig,
 		},
 	}, nil
 }

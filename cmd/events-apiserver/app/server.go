@@ -143,9 +143,6 @@ func Run(ctx context.Context, o *Options) error {
 	if err != nil {
 		return err
 	}
-	if err := o.installMirror(server); err != nil {
-		return err
-	}
 	server.GenericAPIServer.AddPostStartHookOrDie("events-apiserver-announce-ready", func(hook genericapiserver.PostStartHookContext) error {
 		go o.announceReady(hook, config)
 		return nil
