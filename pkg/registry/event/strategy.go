@@ -156,7 +156,7 @@ func Matcher(label labels.Selector, field fields.Selector) storage.SelectionPred
 // label as "", so an unset field selects exactly as an empty one would
 // (related.name= matches events without a related object).
 func ToSelectableFields(event *core.Event) fields.Set {
-	set := make(fields.Set, 16)
+	set := fields.Set{}
 	add := func(label, value string) {
 		if value != "" {
 			set[label] = value
