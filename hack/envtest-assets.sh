@@ -4,6 +4,8 @@
 #
 #   export KUBEBUILDER_ASSETS="$(hack/envtest-assets.sh)"
 #
+# With --etcd-only it builds only etcd (what the unit tests need).
+#
 # Nothing is downloaded except Go modules through the module proxy.
 set -euo pipefail
 
@@ -77,7 +79,8 @@ if [[ ! -x "${assets}/etcd" ]]; then
   log "building etcd ${ETCD_VERSION} (about 30s)"
   build_etcd
 fi
-if [[ ! -x "${assets}/kube-apiserver" || ! -x "${assets}/kubectl" ]]; then
+# --etcd-only: the unit tests need no more (hack/test-unit.sh).
+if [[ "${1:-}" != "--etcd-only" ]] && [[ ! -x "${assets}/kube-apiserver" || ! -x "${assets}/kubectl" ]]; then
   log "building kube-apiserver and kubectl ${KUBE_VERSION} (about 5 minutes on 2 cores, cached afterwards)"
   build_kube_apiserver
 fi

@@ -7,7 +7,7 @@
 #   - pkg/generated/{clientset,listers,informers} (client-, lister-, informer-gen)
 #
 # Needs nothing installed by hand. The generators (and goimports) are built
-# into .cache/bin from the versions pinned in go.mod via hack/tools.go.
+# into .cache/bin from the versions pinned by the tool directives in go.mod.
 # protoc comes from Debian's protobuf-compiler: installed with apt-get when
 # missing and we are root, otherwise the script stops and says so. Any protoc
 # 3.x works: it only parses the .proto files, protoc-gen-gogo writes the Go.
@@ -45,13 +45,13 @@ APIMACHINERY_PACKAGES=(
 
 log() { echo "+++ [update-codegen] $*" >&2; }
 
+# The protoc major version the generated code is made with.
+PROTOC_MAJOR=3
+
 # ensure_protoc makes sure protoc is on PATH, installing Debian's
 # protobuf-compiler when we can (root + apt-get), failing clearly otherwise.
 ensure_protoc() {
-  if command -v protoc >/dev/null 2>&1; then
-    return 0
-  fi
-  if [[ "$(id -u)" == "0" ]] && command -v apt-get >/dev/null 2>&1; then
+  if ! command -v protoc >/dev/null 2>&1 && [[ "$(id -u)" == "0" ]] && command -v apt-get >/dev/null 2>&1; then
     log "protoc not found; installing Debian package protobuf-compiler"
     export DEBIAN_FRONTEND=noninteractive
     if ! apt-get install -y -qq --no-install-recommends protobuf-compiler >/dev/null; then
@@ -65,6 +65,15 @@ ensure_protoc() {
     echo "       or any protoc 3.x on PATH) and re-run ${BASH_SOURCE[0]}." >&2
     exit 1
   fi
+  # Pinned major: protoc only parses the .proto files (protoc-gen-gogo writes
+  # the Go), and any 3.x (Debian ships 3.21) gives the same output.
+  local version
+  version="$(protoc --version)"
+  if [[ "${version}" != "libprotoc ${PROTOC_MAJOR}."* ]]; then
+    echo "ERROR: ${version} found; the generated code is made with libprotoc ${PROTOC_MAJOR}.x (Debian: protobuf-compiler)." >&2
+    exit 1
+  fi
+  log "using ${version}"
 }
 
 # module_dir prints the module cache directory of a module in our build list,

@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Static checks: generated code is current, gofmt and go vet are clean.
+# Every static check, then the unit tests with the race detector:
+# generated code is current, protoc is the pinned major, gofmt, go vet,
+# go mod tidy leaves no diff (both modules), golangci-lint and logcheck.
 set -o errexit -o nounset -o pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "${ROOT}"
@@ -17,3 +19,18 @@ fi
 
 echo "verify: go vet"
 go vet ./...
+
+echo "verify: go mod tidy"
+for dir in . hack/tools; do
+  before_mod="$(cat "${dir}/go.mod")" before_sum="$(cat "${dir}/go.sum")"
+  go mod tidy -C "${dir}"
+  if [[ "${before_mod}" != "$(cat "${dir}/go.mod")" || "${before_sum}" != "$(cat "${dir}/go.sum")" ]]; then
+    echo "go mod tidy changed ${dir}/go.mod or go.sum: commit the result" >&2
+    git --no-pager diff -- "${dir}/go.mod" "${dir}/go.sum" >&2
+    exit 1
+  fi
+done
+
+hack/verify-lint.sh
+
+hack/test-unit.sh

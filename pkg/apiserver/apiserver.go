@@ -4,6 +4,7 @@
 package apiserver
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -18,6 +19,8 @@ import (
 	"github.com/kube-events/events-apiserver/pkg/apis/events"
 	eventsv1 "github.com/kube-events/events-apiserver/pkg/apis/events/v1"
 	eventsv1beta1 "github.com/kube-events/events-apiserver/pkg/apis/events/v1beta1"
+	"github.com/kube-events/events-apiserver/pkg/etcdmaint"
+	"github.com/kube-events/events-apiserver/pkg/mirror"
 	eventregistry "github.com/kube-events/events-apiserver/pkg/registry/event"
 	"github.com/kube-events/events-apiserver/pkg/registry/event/series"
 )
@@ -26,8 +29,19 @@ import (
 // configured otherwise; kube-apiserver's --event-ttl default.
 const DefaultEventTTL = time.Hour
 
+// DefaultWatchTerminationGracePeriod is how long a stopping server takes
+// to end its watches. The generic server's default, 0, leaves them open,
+// so its HTTP shutdown waits out the whole request timeout (60s) whenever
+// a client watches: a rolling update then keeps every watcher on a
+// replica that is going away. With a grace period, the watches are ended
+// (at 200 a second or faster) and the clients resume on another replica.
+const DefaultWatchTerminationGracePeriod = 5 * time.Second
+
 // eventsGroupPriority is kube-apiserver's group priority for events.k8s.io.
 const eventsGroupPriority = 17750
+
+// foldFlushTimeout bounds the final write of folded counts at shutdown.
+const foldFlushTimeout = 10 * time.Second
 
 // ExtraConfig is the configuration specific to the events server.
 type ExtraConfig struct {
@@ -38,9 +52,22 @@ type ExtraConfig struct {
 	// server's start to its shutdown, marking abandoned series Unknown.
 	// Nil when the plugin is disabled: no plugin, no series states to keep.
 	SeriesSweeper *eventseries.Thresholds
+	// Fold, when set, makes the store fold isomorphic creates of hot series
+	// (pkg/registry/event Folder); the folded counts still in memory are
+	// written before the server stops. Nil: every create is stored.
+	Fold *eventregistry.FoldConfig
+	// Mirror, when set, copies the events of the kube-apiserver it names
+	// into the store (see pkg/mirror): a controller, run on the elected
+	// replica only.
+	Mirror *mirror.Config
 	// LeaderElection tunes the election that picks the one replica running
-	// the server's controllers (the series sweeper, ...).
+	// the server's controllers (the series sweeper, the mirror, ...).
 	LeaderElection LeaderElectionConfig
+	// EtcdMaintenance, when set, runs the etcd housekeeping of
+	// pkg/etcdmaint on every replica (see installEtcdMaintenance for why
+	// not under the election). Nil turns it off, for an etcd that someone
+	// else maintains.
+	EtcdMaintenance *etcdmaint.Config
 }
 
 // Config is the generic server configuration plus ExtraConfig. Its
@@ -74,6 +101,10 @@ func (cfg *Config) Complete() CompletedConfig {
 	if cfg.ExtraConfig.EventTTL == 0 {
 		cfg.ExtraConfig.EventTTL = DefaultEventTTL
 	}
+	cfg.GenericConfig.LivezChecks = withoutEtcdChecks(cfg.GenericConfig.LivezChecks)
+	if cfg.GenericConfig.ShutdownWatchTerminationGracePeriod == 0 {
+		cfg.GenericConfig.ShutdownWatchTerminationGracePeriod = DefaultWatchTerminationGracePeriod
+	}
 	return CompletedConfig{&completedConfig{
 		GenericConfig: cfg.GenericConfig.Complete(),
 		ExtraConfig:   &cfg.ExtraConfig,
@@ -93,6 +124,22 @@ func (c CompletedConfig) New() (*EventsServer, error) {
 		return nil, fmt.Errorf("creating the events store: %w", err)
 	}
 
+	if c.ExtraConfig.Fold != nil {
+		folder, err := store.EnableFolding(*c.ExtraConfig.Fold, clock.RealClock{})
+		if err != nil {
+			return nil, err
+		}
+		err = genericServer.AddPreShutdownHook("events-fold-flush", func() error {
+			ctx, cancel := context.WithTimeout(context.Background(), foldFlushTimeout)
+			defer cancel()
+			folder.Flush(ctx)
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+
 	controllers, err := c.controllers(store)
 	if err != nil {
 		return nil, err
@@ -100,6 +147,12 @@ func (c CompletedConfig) New() (*EventsServer, error) {
 	if len(controllers) > 0 {
 		if err := c.installControllers(genericServer, controllers); err != nil {
 			return nil, err
+		}
+	}
+
+	if c.ExtraConfig.EtcdMaintenance != nil {
+		if err := c.installEtcdMaintenance(genericServer, *c.ExtraConfig.EtcdMaintenance); err != nil {
+			return nil, fmt.Errorf("installing the etcd maintenance: %w", err)
 		}
 	}
 
@@ -128,6 +181,8 @@ func (c CompletedConfig) New() (*EventsServer, error) {
 	return &EventsServer{GenericAPIServer: genericServer, Events: store}, nil
 }
 
+var _ Controller = &mirror.Mirror{}
+
 // controllers builds the loops the server runs on the elected replica.
 func (c CompletedConfig) controllers(store *eventregistry.REST) ([]Controller, error) {
 	var controllers []Controller
@@ -138,6 +193,13 @@ func (c CompletedConfig) controllers(store *eventregistry.REST) ([]Controller, e
 		}
 		state := series.NewStateController(store, *c.ExtraConfig.SeriesSweeper, clock.RealClock{})
 		controllers = append(controllers, state, sweeper)
+	}
+	if c.ExtraConfig.Mirror != nil {
+		m, err := mirror.NewForConfig(*c.ExtraConfig.Mirror, store, Codecs.UniversalDecoder())
+		if err != nil {
+			return nil, fmt.Errorf("events mirror: %w", err)
+		}
+		controllers = append(controllers, m)
 	}
 	return controllers, nil
 }

@@ -5,6 +5,9 @@ import (
 
 	"k8s.io/component-base/metrics"
 	"k8s.io/component-base/metrics/legacyregistry"
+	// The mirror's workqueue reports workqueue_*{name="events_mirror"}
+	// (depth, adds, latency, retries...) in the legacy registry.
+	_ "k8s.io/component-base/metrics/prometheus/workqueue"
 )
 
 const metricsNamespace, metricsSubsystem = "events_apiserver", "mirror"
@@ -14,9 +17,9 @@ const (
 	OperationCreate = "create"
 	OperationUpdate = "update"
 
-	DropQueueFull = "queue_full"
-	DropInvalid   = "invalid"
-	DropError     = "error"
+	// DropInvalid is the only reason an upstream event is not mirrored:
+	// our validation refused it. Every other failed write is retried.
+	DropInvalid = "invalid"
 )
 
 var (
@@ -27,23 +30,29 @@ var (
 	}, []string{"operation"})
 	droppedTotal = metrics.NewCounterVec(&metrics.CounterOpts{
 		Namespace: metricsNamespace, Subsystem: metricsSubsystem, Name: "dropped_total",
-		Help:           "Upstream events the mirror did not write, by reason: queue_full (the bounded queue was full), invalid (rejected by validation), error (any other failed write).",
+		Help:           "Upstream events the mirror did not write, by reason: invalid (refused by our validation; the only reason, failed writes are retried).",
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"reason"})
 	lagSeconds = metrics.NewHistogram(&metrics.HistogramOpts{
 		Namespace: metricsNamespace, Subsystem: metricsSubsystem, Name: "lag_seconds",
-		Help:           "Seconds between an event's latest upstream time (series.lastObservedTime, lastTimestamp, eventTime or creationTimestamp) and the mirror's write of it.",
-		Buckets:        metrics.ExponentialBuckets(0.01, 2, 16),
+		Help: "Seconds from when kube-apiserver stored a change of an event (its creationTimestamp for a create, " +
+			"whole seconds; the time the list or watch delivered it otherwise) to the mirror's write of it.",
+		Buckets:        metrics.ExponentialBuckets(0.01, 2, 17),
 		StabilityLevel: metrics.ALPHA,
 	})
 	relistsTotal = metrics.NewCounter(&metrics.CounterOpts{
 		Namespace: metricsNamespace, Subsystem: metricsSubsystem, Name: "relists_total",
-		Help:           "Full lists (list calls or watch-list streams) of kube-apiserver's events the mirror made: one at start, one after each expired resourceVersion or broken watch it could not resume.",
+		Help:           "Full paginated lists of kube-apiserver's events the mirror started: one when it starts, one after each watch it could not resume (410 Gone).",
 		StabilityLevel: metrics.ALPHA,
 	})
-	queueLength = metrics.NewGauge(&metrics.GaugeOpts{
-		Namespace: metricsNamespace, Subsystem: metricsSubsystem, Name: "queue_length",
-		Help:           "Upstream events waiting in the mirror's queue.",
+	pendingEvents = metrics.NewGauge(&metrics.GaugeOpts{
+		Namespace: metricsNamespace, Subsystem: metricsSubsystem, Name: "pending_events",
+		Help:           "Upstream events waiting to be written (queued, being written or waiting for a retry).",
+		StabilityLevel: metrics.ALPHA,
+	})
+	pausedSecondsTotal = metrics.NewCounter(&metrics.CounterOpts{
+		Namespace: metricsNamespace, Subsystem: metricsSubsystem, Name: "read_paused_seconds_total",
+		Help:           "Seconds the mirror stopped reading from kube-apiserver because --mirror-queue-size events were pending (backpressure; nothing is dropped).",
 		StabilityLevel: metrics.ALPHA,
 	})
 
@@ -54,6 +63,6 @@ var (
 // which the server's /metrics serves. Safe to call more than once.
 func registerMetrics() {
 	registerOnce.Do(func() {
-		legacyregistry.MustRegister(writesTotal, droppedTotal, lagSeconds, relistsTotal, queueLength)
+		legacyregistry.MustRegister(writesTotal, droppedTotal, lagSeconds, relistsTotal, pendingEvents, pausedSecondsTotal)
 	})
 }

@@ -1,17 +1,17 @@
-package mirror
+package mirror_test
 
 import (
-	"fmt"
-	"strings"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/component-base/metrics/testutil"
 
 	"github.com/kube-events/events-apiserver/pkg/apis/core"
 	"github.com/kube-events/events-apiserver/pkg/apiserver"
+	"github.com/kube-events/events-apiserver/pkg/mirror"
 )
 
 var (
@@ -102,7 +102,7 @@ func TestConvert(t *testing.T) {
 		},
 	}} {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := Convert(decoder, tt.upstream)
+			got, err := mirror.Convert(decoder, tt.upstream)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -112,14 +112,14 @@ func TestConvert(t *testing.T) {
 			if got.UID != "" || got.ResourceVersion != "" || !got.CreationTimestamp.IsZero() || got.ManagedFields != nil {
 				t.Errorf("upstream server-owned metadata kept: %+v", got.ObjectMeta)
 			}
-			if got.Labels[LabelMirroredFrom] != SourceKubeAPIServer {
-				t.Errorf("labels = %v, want %s=%s", got.Labels, LabelMirroredFrom, SourceKubeAPIServer)
+			if got.Labels[mirror.LabelMirroredFrom] != mirror.SourceKubeAPIServer {
+				t.Errorf("labels = %v, want %s=%s", got.Labels, mirror.LabelMirroredFrom, mirror.SourceKubeAPIServer)
 			}
-			if got.Annotations[AnnotationUID] != string(tt.upstream.UID) ||
-				got.Annotations[AnnotationResourceVersion] != tt.upstream.ResourceVersion {
+			if got.Annotations[mirror.AnnotationUID] != string(tt.upstream.UID) ||
+				got.Annotations[mirror.AnnotationResourceVersion] != tt.upstream.ResourceVersion {
 				t.Errorf("annotations = %v", got.Annotations)
 			}
-			if tt.upstream.Labels[LabelMirroredFrom] != "" {
+			if tt.upstream.Labels[mirror.LabelMirroredFrom] != "" {
 				t.Errorf("Convert changed its input's labels")
 			}
 			tt.check(t, got)
@@ -127,31 +127,13 @@ func TestConvert(t *testing.T) {
 	}
 }
 
-func TestLatestTime(t *testing.T) {
-	for _, tt := range []struct {
-		name     string
-		upstream *corev1.Event
-		want     time.Time
-	}{
-		{"legacy: lastTimestamp", legacyEvent("a"), t1},
-		{"series: lastObservedTime", seriesEvent("b"), t2},
-		{"only creationTimestamp", &corev1.Event{ObjectMeta: metav1.ObjectMeta{CreationTimestamp: metav1.NewTime(t0)}}, t0},
-		{"eventTime after creation", &corev1.Event{ObjectMeta: metav1.ObjectMeta{CreationTimestamp: metav1.NewTime(t0)},
-			EventTime: metav1.NewMicroTime(t1)}, t1},
-	} {
-		if got := LatestTime(tt.upstream); !got.Equal(tt.want) {
-			t.Errorf("%s: LatestTime = %v, want %v", tt.name, got, tt.want)
-		}
-	}
-}
-
 func TestUnchanged(t *testing.T) {
-	stored, err := Convert(apiserver.Codecs.UniversalDecoder(), legacyEvent("web-0.17a"))
+	stored, err := mirror.Convert(apiserver.Codecs.UniversalDecoder(), legacyEvent("web-0.17a"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	unlabelled := stored.DeepCopy()
-	delete(unlabelled.Labels, LabelMirroredFrom)
+	delete(unlabelled.Labels, mirror.LabelMirroredFrom)
 	for _, tt := range []struct {
 		name     string
 		stored   *core.Event
@@ -163,223 +145,24 @@ func TestUnchanged(t *testing.T) {
 		{"recreated upstream (new uid)", stored, func(e *corev1.Event) { e.UID = "upstream-uid-9" }, false},
 		{"stored event not written by the mirror", unlabelled, func(*corev1.Event) {}, false},
 	} {
-		upstream := legacyEvent("web-0.17a")
-		tt.upstream(upstream)
-		if got := Unchanged(tt.stored, upstream); got != tt.want {
-			t.Errorf("%s: Unchanged = %v, want %v", tt.name, got, tt.want)
-		}
-	}
-}
-
-func TestQueue(t *testing.T) {
-	ev := func(rv string) *corev1.Event {
-		return &corev1.Event{ObjectMeta: metav1.ObjectMeta{ResourceVersion: rv}}
-	}
-	t.Run("a new key beyond the bound is refused, an update of a waiting key takes no slot", func(t *testing.T) {
-		q := newQueue(2)
-		for _, step := range []struct {
-			key, rv string
-			want    bool
-		}{{"ns/a", "1", true}, {"ns/b", "1", true}, {"ns/c", "1", false}, {"ns/a", "2", true}} {
-			if got := q.add(step.key, ev(step.rv)); got != step.want {
-				t.Errorf("add(%s@%s) = %v, want %v", step.key, step.rv, got, step.want)
-			}
-		}
-		if q.len() != 2 {
-			t.Errorf("len = %d, want 2", q.len())
-		}
-		key, got, _, _ := q.get()
-		if key != "ns/a" || got.ResourceVersion != "2" {
-			t.Errorf("get = %s@%s, want the latest version of the oldest key, ns/a@2", key, got.ResourceVersion)
-		}
-	})
-	t.Run("a key in processing is not handed out again until done", func(t *testing.T) {
-		q := newQueue(10)
-		q.add("ns/a", ev("1"))
-		key, _, _, _ := q.get()
-		q.add("ns/a", ev("2"))
-		q.add("ns/b", ev("1"))
-		if next, _, _, _ := q.get(); next != "ns/b" {
-			t.Fatalf("get = %s while ns/a is in processing, want ns/b", next)
-		}
-		q.done("ns/b")
-		q.done(key)
-		next, got, _, _ := q.get()
-		if next != "ns/a" || got.ResourceVersion != "2" {
-			t.Errorf("after done: get = %s@%s, want ns/a@2", next, got.ResourceVersion)
-		}
-	})
-	t.Run("a failed version is held in a slot of its own and comes back with its failures", func(t *testing.T) {
-		q := newQueue(2)
-		q.add("ns/a", ev("1"))
-		key, failedVersion, _, _ := q.get()
-		if got := q.failed(key, failedVersion); got != failureHeld {
-			t.Fatalf("failed = %v, want held", got)
-		}
-		q.add("ns/b", ev("1"))
-		if q.add("ns/c", ev("1")) {
-			t.Error("add of a third key succeeded while one is held and one waits in a queue of 2")
-		}
-		q.retry(key, failedVersion, 1)
-		next, got, failures, _ := q.get()
-		if next != "ns/b" {
-			t.Fatalf("get = %s, want ns/b, queued before the retry", next)
-		}
-		q.done(next)
-		next, got, failures, _ = q.get()
-		if next != "ns/a" || got != failedVersion || failures != 1 {
-			t.Errorf("get = %s@%s with %d failures, want ns/a@1 with 1", next, got.ResourceVersion, failures)
-		}
-	})
-	t.Run("a newer version supersedes a failed one", func(t *testing.T) {
-		for _, tt := range []struct {
-			name         string
-			newerFirst   bool // the newer version arrives while the old one is being written
-			wantOutcome  failure
-			wantVersions []string
-		}{
-			{"newer version arrives during the failed write: no retry", true, failureSuperseded, []string{"2"}},
-			{"newer version arrives while held: the retry is cancelled", false, failureHeld, []string{"2"}},
-		} {
-			t.Run(tt.name, func(t *testing.T) {
-				q := newQueue(10)
-				q.add("ns/a", ev("1"))
-				key, old, _, _ := q.get()
-				if tt.newerFirst {
-					q.add("ns/a", ev("2"))
-				}
-				if got := q.failed(key, old); got != tt.wantOutcome {
-					t.Fatalf("failed = %v, want %v", got, tt.wantOutcome)
-				}
-				if !tt.newerFirst {
-					q.add("ns/a", ev("2"))
-				}
-				q.retry(key, old, 1)
-				var versions []string
-				for q.len() > 0 {
-					k, e, _, _ := q.get()
-					versions = append(versions, e.ResourceVersion)
-					q.done(k)
-				}
-				if strings.Join(versions, ",") != strings.Join(tt.wantVersions, ",") {
-					t.Errorf("versions handed out = %v, want %v", versions, tt.wantVersions)
-				}
-			})
-		}
-	})
-	t.Run("no room to hold a failed version", func(t *testing.T) {
-		q := newQueue(1)
-		q.add("ns/a", ev("1"))
-		key, e, _, _ := q.get()
-		q.add("ns/b", ev("1"))
-		if got := q.failed(key, e); got != failureQueueFull {
-			t.Errorf("failed = %v, want queue full", got)
-		}
-	})
-	t.Run("shutDown releases a blocked get", func(t *testing.T) {
-		q := newQueue(1)
-		result := make(chan bool)
-		go func() { _, _, _, ok := q.get(); result <- ok }()
-		q.shutDown()
-		select {
-		case ok := <-result:
-			if ok {
-				t.Error("get returned ok after shutDown")
-			}
-		case <-time.After(5 * time.Second):
-			t.Fatal("get still blocked after shutDown")
-		}
-	})
-}
-
-// The reflector's store never blocks: beyond the queue's bound, events are
-// dropped and counted; events carrying our own label are skipped, not counted.
-func TestEnqueueDropsAndCountsWhenFull(t *testing.T) {
-	for _, tt := range []struct {
-		name        string
-		queueSize   int
-		distinct    int
-		ours        int
-		wantQueued  int
-		wantDropped float64
-	}{
-		{"within the bound", 5, 5, 0, 5, 0},
-		{"beyond the bound", 5, 12, 0, 5, 7},
-		{"our own events are skipped", 5, 3, 4, 3, 0},
-	} {
 		t.Run(tt.name, func(t *testing.T) {
-			m := New(nil, nil, apiserver.Codecs.UniversalDecoder(), Options{QueueSize: tt.queueSize})
-			before := counterValue(t, DropQueueFull)
-			store := reflectorStore{m}
-			var list []any
-			for i := range tt.distinct {
-				list = append(list, legacyEvent(fmt.Sprintf("e-%d", i)))
-			}
-			for i := range tt.ours {
-				e := legacyEvent(fmt.Sprintf("ours-%d", i))
-				e.Labels[LabelMirroredFrom] = SourceKubeAPIServer
-				list = append(list, e)
-			}
-			if err := store.Replace(list, "100"); err != nil {
-				t.Fatal(err)
-			}
-			// Updates and deletes of queued keys neither add nor drop.
-			if err := store.Update(legacyEvent("e-0")); err != nil {
-				t.Fatal(err)
-			}
-			if err := store.Delete(legacyEvent("e-1")); err != nil {
-				t.Fatal(err)
-			}
-			if got := m.queue.len(); got != tt.wantQueued {
-				t.Errorf("queued = %d, want %d", got, tt.wantQueued)
-			}
-			if got := counterValue(t, DropQueueFull) - before; got != tt.wantDropped {
-				t.Errorf("dropped{reason=queue_full} grew by %v, want %v", got, tt.wantDropped)
+			upstream := legacyEvent("web-0.17a")
+			tt.upstream(upstream)
+			if got := mirror.Unchanged(tt.stored, upstream); got != tt.want {
+				t.Errorf("mirror.Unchanged = %v, want %v", got, tt.want)
 			}
 		})
 	}
 }
 
-func counterValue(t *testing.T, reason string) float64 {
-	t.Helper()
-	v, err := testutil.GetCounterMetricValue(droppedTotal.WithLabelValues(reason))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return v
-}
-
 func TestOptionsDefaulted(t *testing.T) {
-	got := Options{}.Defaulted()
-	want := Options{QueueSize: DefaultQueueSize, QPS: DefaultQPS, Burst: DefaultBurst, Workers: DefaultWorkers,
-		MaxAttempts: DefaultMaxAttempts, RetryBackoff: DefaultRetryBackoff}
-	if got != want {
-		t.Errorf("Defaulted = %+v, want %+v", got, want)
+	want := mirror.Options{Workers: mirror.DefaultWorkers, QPS: mirror.DefaultQPS, Burst: mirror.DefaultBurst, MaxPending: mirror.DefaultMaxPending,
+		PageSize: mirror.DefaultPageSize, RetryBaseDelay: mirror.DefaultRetryBaseDelay, RetryMaxDelay: mirror.DefaultRetryMaxDelay}
+	if diff := cmp.Diff(want, mirror.Options{}.Defaulted()); diff != "" {
+		t.Errorf("Defaulted (-want +got):\n%s", diff)
 	}
-	set := Options{QueueSize: 5, QPS: 1, Burst: 2, Workers: 1, MaxAttempts: 1, RetryBackoff: time.Millisecond}
-	if got := set.Defaulted(); got != set {
-		t.Errorf("Defaulted changed set options: %+v", got)
-	}
-}
-
-// Pagination continues a list, it does not start one: a relist after 410
-// Gone is paginated and must count once.
-func TestStartsFullList(t *testing.T) {
-	yes := true
-	for _, tt := range []struct {
-		name    string
-		options metav1.ListOptions
-		watch   bool
-		want    bool
-	}{
-		{"first list from the watch cache", metav1.ListOptions{ResourceVersion: "0"}, false, true},
-		{"first page of a consistent list", metav1.ListOptions{Limit: 500}, false, true},
-		{"next page", metav1.ListOptions{Limit: 500, Continue: "token"}, false, false},
-		{"watch-list", metav1.ListOptions{SendInitialEvents: &yes, AllowWatchBookmarks: true}, true, true},
-		{"watch resumed from a resourceVersion", metav1.ListOptions{ResourceVersion: "41", AllowWatchBookmarks: true}, true, false},
-	} {
-		if got := StartsFullList(tt.options, tt.watch); got != tt.want {
-			t.Errorf("%s: StartsFullList = %v, want %v", tt.name, got, tt.want)
-		}
+	set := mirror.Options{Workers: 1, QPS: 1, Burst: 2, MaxPending: 5, PageSize: 7, RetryBaseDelay: time.Millisecond, RetryMaxDelay: time.Second}
+	if diff := cmp.Diff(set, set.Defaulted()); diff != "" {
+		t.Errorf("Defaulted changed set options (-want +got):\n%s", diff)
 	}
 }

@@ -2,10 +2,13 @@ package mirror_test
 
 import (
 	"context"
-	"strings"
+	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -13,12 +16,15 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	apitypes "k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/registry/generic"
 	"k8s.io/apiserver/pkg/registry/rest"
 	"k8s.io/apiserver/pkg/storage/storagebackend"
 	"k8s.io/apiserver/pkg/util/compatibility"
 	"k8s.io/component-base/metrics/legacyregistry"
+	"k8s.io/utils/clock"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/kube-events/events-apiserver/pkg/apis/core"
 	"github.com/kube-events/events-apiserver/pkg/apiserver"
@@ -117,79 +123,128 @@ func metricValue(t *testing.T, name string, labels map[string]string) float64 {
 }
 
 // Sync against the real registry store on etcd: create, no rewrite of an
-// unchanged upstream version, update on a new one, invalid events counted.
+// unchanged upstream version, update on a new one, the legacy core/v1
+// rules, and the refusal to mirror kube-apiserver's own stored event.
 func TestSyncUpsertsIntoTheStore(t *testing.T) {
 	store := startStore(t)
-	m := mirror.New(nil, store, apiserver.Codecs.UniversalDecoder(), mirror.Options{})
+	m := mirror.New(nil, store, apiserver.Codecs.UniversalDecoder(), mirror.Options{}, nil)
 	ctx := context.Background()
 	writes := func(operation string) float64 {
 		return metricValue(t, "events_apiserver_mirror_writes_total", map[string]string{"operation": operation})
 	}
-	creates, updates := writes(mirror.OperationCreate), writes(mirror.OperationUpdate)
 
+	var before string
 	for _, step := range []struct {
-		name                     string
-		upstream                 *corev1.Event
-		wantCreates, wantUpdates float64
-		wantCount                int32
-		wantUpstreamRV           string
-		wantOurRVChanged         bool
+		name             string
+		upstream         *corev1.Event
+		wantWrote        bool
+		wantOperation    string
+		wantCount        int32
+		wantUpstreamRV   string
+		wantOurRVChanged bool
 	}{
-		{"first sight creates", upstreamEvent("web-0.1", "100", 1), 1, 0, 1, "100", true},
-		{"same upstream version again (a relist) writes nothing", upstreamEvent("web-0.1", "100", 1), 0, 0, 1, "100", false},
-		{"an upstream update (count) updates ours", upstreamEvent("web-0.1", "105", 2), 0, 1, 2, "105", true},
+		{"first sight creates", upstreamEvent("web-0.1", "100", 1), true, mirror.OperationCreate, 1, "100", true},
+		{"same upstream version again (a relist) writes nothing", upstreamEvent("web-0.1", "100", 1), false, "", 1, "100", false},
+		{"an upstream update (count) updates ours", upstreamEvent("web-0.1", "105", 2), true, mirror.OperationUpdate, 2, "105", true},
 	} {
-		var before string
-		if step.wantCreates == 0 {
-			before = stored(t, store, "web-0.1").ResourceVersion
-		}
-		if err := m.Sync(ctx, step.upstream); err != nil {
-			t.Fatalf("%s: %v", step.name, err)
-		}
-		got := stored(t, store, "web-0.1")
-		if got.Count != step.wantCount || got.Annotations[mirror.AnnotationResourceVersion] != step.wantUpstreamRV ||
-			got.Labels[mirror.LabelMirroredFrom] != mirror.SourceKubeAPIServer ||
-			got.Annotations[mirror.AnnotationUID] != string(step.upstream.UID) {
-			t.Errorf("%s: stored count %d, labels %v, annotations %v", step.name, got.Count, got.Labels, got.Annotations)
-		}
-		if got.UID == step.upstream.UID || got.UID == "" {
-			t.Errorf("%s: stored uid %q, want one of our own", step.name, got.UID)
-		}
-		if before != "" && (got.ResourceVersion != before) != step.wantOurRVChanged {
-			t.Errorf("%s: our resourceVersion %s -> %s, want changed=%v", step.name, before, got.ResourceVersion, step.wantOurRVChanged)
-		}
-		if c, u := writes(mirror.OperationCreate)-creates, writes(mirror.OperationUpdate)-updates; c != step.wantCreates || u != step.wantUpdates {
-			t.Errorf("%s: writes grew by create %v update %v, want %v and %v", step.name, c, u, step.wantCreates, step.wantUpdates)
-		}
-		creates, updates = writes(mirror.OperationCreate), writes(mirror.OperationUpdate)
+		t.Run(step.name, func(t *testing.T) {
+			creates, updates := writes(mirror.OperationCreate), writes(mirror.OperationUpdate)
+			wrote, err := m.Sync(ctx, step.upstream)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if wrote != step.wantWrote {
+				t.Errorf("wrote = %v, want %v", wrote, step.wantWrote)
+			}
+			got := stored(t, store, "web-0.1")
+			want := map[string]string{
+				mirror.AnnotationUID:             string(step.upstream.UID),
+				mirror.AnnotationResourceVersion: step.wantUpstreamRV,
+			}
+			if diff := cmp.Diff(want, got.Annotations); diff != "" {
+				t.Errorf("annotations (-want +got):\n%s", diff)
+			}
+			if got.Count != step.wantCount || got.Labels[mirror.LabelMirroredFrom] != mirror.SourceKubeAPIServer {
+				t.Errorf("stored count %d, labels %v", got.Count, got.Labels)
+			}
+			if got.UID == step.upstream.UID || got.UID == "" {
+				t.Errorf("stored uid %q, want one of our own", got.UID)
+			}
+			if before != "" && (got.ResourceVersion != before) != step.wantOurRVChanged {
+				t.Errorf("our resourceVersion %s -> %s, want changed=%v", before, got.ResourceVersion, step.wantOurRVChanged)
+			}
+			before = got.ResourceVersion
+			wantWrites := map[string]float64{mirror.OperationCreate: 0, mirror.OperationUpdate: 0}
+			if step.wantOperation != "" {
+				wantWrites[step.wantOperation] = 1
+			}
+			gotWrites := map[string]float64{mirror.OperationCreate: writes(mirror.OperationCreate) - creates,
+				mirror.OperationUpdate: writes(mirror.OperationUpdate) - updates}
+			if diff := cmp.Diff(wantWrites, gotWrites); diff != "" {
+				t.Errorf("writes_total grew by (-want +got):\n%s", diff)
+			}
+		})
 	}
 
-	// The legacy rules apply: an event in another namespace than the
-	// object it is about is invalid, and not stored.
-	invalid := upstreamEvent("web-0.2", "200", 1)
-	invalid.InvolvedObject.Namespace = "other"
-	if err := m.Sync(ctx, invalid); err == nil {
-		t.Error("Sync of an event in the wrong namespace succeeded")
-	}
-	// Legacy rules, not the events.k8s.io ones: an event without eventTime,
-	// action or reportingController is valid.
-	if ev := stored(t, store, "web-0.1"); ev.Action != "" || !ev.EventTime.IsZero() {
-		t.Errorf("stored legacy event gained events.k8s.io fields: %+v", ev)
-	}
+	t.Run("legacy rules: an event about an object in another namespace is invalid", func(t *testing.T) {
+		invalid := upstreamEvent("web-0.2", "200", 1)
+		invalid.InvolvedObject.Namespace = "other"
+		if _, err := m.Sync(ctx, invalid); !apierrors.IsInvalid(err) {
+			t.Errorf("Sync = %v, want Invalid", err)
+		}
+	})
+	t.Run("legacy rules: no events.k8s.io fields needed", func(t *testing.T) {
+		if ev := stored(t, store, "web-0.1"); ev.Action != "" || !ev.EventTime.IsZero() {
+			t.Errorf("stored legacy event gained events.k8s.io fields: %+v", ev)
+		}
+	})
+	t.Run("kube-apiserver's own event in our store (offload mode) is refused", func(t *testing.T) {
+		// What kube-apiserver with --etcd-servers-overrides=/events#<our
+		// etcd> stores: the upstream event itself, under its own uid.
+		own := upstreamEvent("web-0.3", "", 1)
+		internal, err := mirror.Convert(apiserver.Codecs.UniversalDecoder(), own)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// As kube-apiserver's core/v1 create would.
+		coreV1 := genericapirequest.WithRequestInfo(genericapirequest.WithNamespace(ctx, "default"), &genericapirequest.RequestInfo{
+			IsResourceRequest: true, APIPrefix: "api", APIVersion: "v1", Namespace: "default", Resource: "events", Verb: "create",
+		})
+		obj, err := store.Create(coreV1, internal, rest.ValidateAllObjectFunc, &metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		shared := obj.(*core.Event)
+		own.UID, own.ResourceVersion = shared.UID, shared.ResourceVersion
+		if _, err := m.Sync(ctx, own); !errors.Is(err, mirror.ErrSharedStore) {
+			t.Errorf("Sync = %v, want ErrSharedStore", err)
+		}
+	})
 }
 
 // failingStore is the real store whose first creates fail with a server
-// timeout, as when etcd is briefly unreachable.
+// timeout, as when etcd is briefly unreachable; it records when (on the
+// mirror's clock) each create was attempted.
 type failingStore struct {
 	*eventregistry.REST
+	clock    clock.PassiveClock
 	mu       sync.Mutex
-	failures int // creates still to fail
-	creates  int // creates attempted
+	failures int         // creates still to fail
+	attempts []time.Time // creates attempted
+	busy     int         // syncs between their Get and their Create
+}
+
+func (s *failingStore) Get(ctx context.Context, name string, options *metav1.GetOptions) (runtime.Object, error) {
+	s.mu.Lock()
+	s.busy++
+	s.mu.Unlock()
+	return s.REST.Get(ctx, name, options)
 }
 
 func (s *failingStore) Create(ctx context.Context, obj runtime.Object, validate rest.ValidateObjectFunc, options *metav1.CreateOptions) (runtime.Object, error) {
 	s.mu.Lock()
-	s.creates++
+	s.attempts = append(s.attempts, s.clock.Now())
+	s.busy--
 	fail := s.failures > 0
 	if fail {
 		s.failures--
@@ -201,76 +256,90 @@ func (s *failingStore) Create(ctx context.Context, obj runtime.Object, validate 
 	return s.REST.Create(ctx, obj, validate, options)
 }
 
-// A failed write is retried with a backoff and counted as dropped only
-// after the last attempt; an invalid event is not retried.
-func TestWorkersRetryFailedWrites(t *testing.T) {
+func (s *failingStore) attempted() []time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]time.Time(nil), s.attempts...)
+}
+
+func (s *failingStore) idle() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.busy == 0
+}
+
+// A failed write is retried with the workqueue's exponential backoff
+// (100ms, 200ms, 400ms, capped at 500ms here) until it succeeds, and never
+// dropped; an event our validation refuses is dropped at once, counted and
+// not retried. Time is a fake clock, stepped by 10ms while no write is in
+// progress; a step may still land between a failed write and its retry
+// being scheduled, so each delay may be up to 250ms late (less than the
+// 300ms an uncapped doubling would add).
+func TestWorkersRetryFailedWritesUntilTheySucceed(t *testing.T) {
 	store := startStore(t)
+	start := time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)
 	for _, tt := range []struct {
-		name                  string
-		failures, maxAttempts int
-		invalid               bool
-		wantStored            bool
-		wantCreates           int
-		wantDropped           map[string]float64
+		name         string
+		failures     int
+		invalid      bool
+		wantStored   bool
+		wantDelays   []time.Duration // between consecutive attempts
+		wantRefusals float64
 	}{
-		{name: "two failures, then stored", failures: 2, maxAttempts: 5, wantStored: true, wantCreates: 3},
-		{name: "fails every attempt: dropped as error", failures: 100, maxAttempts: 3, wantCreates: 3,
-			wantDropped: map[string]float64{mirror.DropError: 1}},
-		{name: "invalid: dropped at once", invalid: true, maxAttempts: 5, wantCreates: 1,
-			wantDropped: map[string]float64{mirror.DropInvalid: 1}},
+		{name: "stored at the first attempt", wantStored: true},
+		{name: "five failures, then stored", failures: 5, wantStored: true,
+			wantDelays: []time.Duration{100 * time.Millisecond, 200 * time.Millisecond, 400 * time.Millisecond, 500 * time.Millisecond, 500 * time.Millisecond}},
+		{name: "invalid: dropped at once", invalid: true, wantRefusals: 1},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			failing := &failingStore{REST: store, failures: tt.failures}
+			fakeClock := clocktesting.NewFakeClock(start)
+			failing := &failingStore{REST: store, clock: fakeClock, failures: tt.failures}
 			m := mirror.New(nil, failing, apiserver.Codecs.UniversalDecoder(), mirror.Options{
-				Workers: 2, MaxAttempts: tt.maxAttempts, RetryBackoff: 10 * time.Millisecond,
-			})
-			dropped := func(reason string) float64 {
-				return metricValue(t, "events_apiserver_mirror_dropped_total", map[string]string{"reason": reason})
+				Workers: 2, RetryBaseDelay: 100 * time.Millisecond, RetryMaxDelay: 500 * time.Millisecond,
+			}, fakeClock)
+			refusals := func() float64 {
+				return metricValue(t, "events_apiserver_mirror_dropped_total", map[string]string{"reason": mirror.DropInvalid})
 			}
-			before := map[string]float64{}
-			for _, reason := range []string{mirror.DropError, mirror.DropInvalid, mirror.DropQueueFull} {
-				before[reason] = dropped(reason)
-			}
-			ctx, cancel := context.WithCancel(context.Background())
-			wait := m.RunWorkers(ctx)
-			defer func() { cancel(); wait() }()
+			refusedBefore := refusals()
+			offer, stop := m.StartWorkers(context.Background())
+			defer stop()
 
-			name := "retry-" + strings.ReplaceAll(tt.name, " ", "-")
-			name = strings.NewReplacer(",", "", ":", "").Replace(name)
+			name := fmt.Sprintf("retry-%d-%v", tt.failures, tt.invalid)
 			event := upstreamEvent(name, "300", 1)
 			if tt.invalid {
 				event.InvolvedObject.Namespace = "other"
 			}
-			m.Enqueue(event)
+			offer(event, fakeClock.Now())
 
-			deadline := time.Now().Add(10 * time.Second)
-			for {
-				failing.mu.Lock()
-				creates := failing.creates
-				failing.mu.Unlock()
-				settled := creates >= tt.wantCreates
-				for reason, want := range tt.wantDropped {
-					settled = settled && dropped(reason)-before[reason] >= want
+			wantAttempts := len(tt.wantDelays) + 1
+			err := wait.PollUntilContextTimeout(context.Background(), 5*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+				if len(failing.attempted()) >= wantAttempts && refusals()-refusedBefore >= tt.wantRefusals {
+					return true, nil
 				}
-				if settled || time.Now().After(deadline) {
-					break
+				if failing.idle() {
+					fakeClock.Step(10 * time.Millisecond)
 				}
-				time.Sleep(10 * time.Millisecond)
+				return false, nil
+			})
+			if err != nil {
+				t.Fatalf("%d attempts, want %d: %v", len(failing.attempted()), wantAttempts, err)
 			}
-			time.Sleep(100 * time.Millisecond) // no further attempt may follow
-			failing.mu.Lock()
-			if failing.creates != tt.wantCreates {
-				t.Errorf("creates attempted = %d, want %d", failing.creates, tt.wantCreates)
+			attempts := failing.attempted()
+			if len(attempts) != wantAttempts {
+				t.Errorf("%d attempts, want %d", len(attempts), wantAttempts)
 			}
-			failing.mu.Unlock()
-			for _, reason := range []string{mirror.DropError, mirror.DropInvalid, mirror.DropQueueFull} {
-				if got := dropped(reason) - before[reason]; got != tt.wantDropped[reason] {
-					t.Errorf("dropped{reason=%s} grew by %v, want %v", reason, got, tt.wantDropped[reason])
+			for i := 1; i < len(attempts); i++ {
+				delay, want := attempts[i].Sub(attempts[i-1]), tt.wantDelays[i-1]
+				if delay < want || delay >= want+250*time.Millisecond {
+					t.Errorf("delay before attempt %d = %v, want %v (up to 250ms more)", i+1, delay, want)
 				}
 			}
-			_, err := store.Get(genericapirequest.WithNamespace(context.Background(), "default"), name, &metav1.GetOptions{})
-			if stored := err == nil; stored != tt.wantStored {
-				t.Errorf("stored = %v (%v), want %v", stored, err, tt.wantStored)
+			if got := refusals() - refusedBefore; got != tt.wantRefusals {
+				t.Errorf("dropped{reason=invalid} grew by %v, want %v", got, tt.wantRefusals)
+			}
+			_, err = store.Get(genericapirequest.WithNamespace(context.Background(), "default"), name, &metav1.GetOptions{})
+			if got := err == nil; got != tt.wantStored {
+				t.Errorf("stored = %v (%v), want %v", got, err, tt.wantStored)
 			}
 		})
 	}

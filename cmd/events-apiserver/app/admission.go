@@ -16,23 +16,32 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/kube-events/events-apiserver/pkg/admission/eventratelimit"
 	"github.com/kube-events/events-apiserver/pkg/admission/eventseries"
+	eventregistry "github.com/kube-events/events-apiserver/pkg/registry/event"
 )
 
 // standaloneAdmissionPlugins are the admission plugins that need no
 // kube-apiserver: no namespaces to look up, no webhook or policy
 // configurations to watch. Only they run in standalone mode.
-var standaloneAdmissionPlugins = sets.New(eventseries.PluginName)
+var standaloneAdmissionPlugins = sets.New(eventratelimit.PluginName, eventseries.PluginName)
 
 // registerAdmissionPlugins registers the events server's own plugins next
-// to the generic ones and turns them on by default. EventSeries comes after
+// to the generic ones and turns them on by default. EventRateLimit comes
+// first, so that a write over budget is refused before any other plugin
+// spends work on it. EventSeries comes after
 // the mutating webhooks, so that it defaults the state of the event they
 // produced, and before the validating plugins, which then see that state
 // (mutating plugins all run before validating ones anyway).
 func registerAdmissionPlugins(a *genericoptions.AdmissionOptions) {
+	eventratelimit.Register(a.Plugins)
 	eventseries.Register(a.Plugins)
-	order := make([]string, 0, len(a.RecommendedPluginOrder)+1)
+	order := make([]string, 0, len(a.RecommendedPluginOrder)+2)
+	order = append(order, eventratelimit.PluginName)
 	for _, name := range a.RecommendedPluginOrder {
+		if name == eventratelimit.PluginName {
+			continue
+		}
 		order = append(order, name)
 		if name == mutatingwebhook.PluginName {
 			order = append(order, eventseries.PluginName)
@@ -120,4 +129,18 @@ func (o *Options) seriesSweeperThresholds() (*eventseries.Thresholds, error) {
 		return nil, fmt.Errorf("%s configuration: %w", eventseries.PluginName, err)
 	}
 	return &thresholds, nil
+}
+
+// foldConfig is the folding configuration of the EventRateLimit plugin from
+// --admission-control-config-file, for the store; nil when the plugin is
+// not in the admission chain or folding is off.
+func (o *Options) foldConfig() (*eventregistry.FoldConfig, error) {
+	if !slices.Contains(o.AdmissionPlugins(), eventratelimit.PluginName) {
+		return nil, nil
+	}
+	cfg, err := eventratelimit.LoadFromAdmissionConfigFile(o.Recommended.Admission.ConfigFile)
+	if err != nil {
+		return nil, fmt.Errorf("%s configuration: %w", eventratelimit.PluginName, err)
+	}
+	return cfg.Fold, nil
 }

@@ -9,13 +9,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"k8s.io/apiserver/pkg/admission"
 
 	"github.com/kube-events/events-apiserver/pkg/admission/eventseries"
+	eventregistry "github.com/kube-events/events-apiserver/pkg/registry/event"
+	"github.com/kube-events/events-apiserver/test/freeport"
 )
 
 func TestAdmissionPluginsPerMode(t *testing.T) {
-	delegatedChain := []string{"NamespaceLifecycle", "MutatingAdmissionPolicy", "MutatingAdmissionWebhook",
+	delegatedChain := []string{"EventRateLimit", "NamespaceLifecycle", "MutatingAdmissionPolicy", "MutatingAdmissionWebhook",
 		"EventSeries", "ValidatingAdmissionPolicy", "ValidatingAdmissionWebhook"}
 	tests := []struct {
 		name    string
@@ -23,15 +26,16 @@ func TestAdmissionPluginsPerMode(t *testing.T) {
 		want    []string
 		wantErr string
 	}{
-		{name: "standalone: only what needs no kube-apiserver", want: []string{"EventSeries"}},
-		{name: "standalone, EventSeries disabled: empty chain", args: []string{"--disable-admission-plugins=EventSeries"}},
-		{name: "standalone, disabling a kube plugin is fine", args: []string{"--disable-admission-plugins=NamespaceLifecycle"}, want: []string{"EventSeries"}},
+		{name: "standalone: only what needs no kube-apiserver", want: []string{"EventRateLimit", "EventSeries"}},
+		{name: "standalone, EventSeries disabled", args: []string{"--disable-admission-plugins=EventSeries"}, want: []string{"EventRateLimit"}},
+		{name: "standalone, both disabled: empty chain", args: []string{"--disable-admission-plugins=EventSeries,EventRateLimit"}},
+		{name: "standalone, disabling a kube plugin is fine", args: []string{"--disable-admission-plugins=NamespaceLifecycle"}, want: []string{"EventRateLimit", "EventSeries"}},
 		{name: "standalone, enabling a kube plugin is an error", args: []string{"--enable-admission-plugins=NamespaceLifecycle"},
-			want: []string{"EventSeries"}, wantErr: "--enable-admission-plugins: NamespaceLifecycle needs a kube-apiserver and cannot run standalone"},
-		{name: "standalone, enabling EventSeries is fine", args: []string{"--enable-admission-plugins=EventSeries"}, want: []string{"EventSeries"}},
-		{name: "unknown plugin", args: []string{"--disable-admission-plugins=NoSuchPlugin"}, want: []string{"EventSeries"},
+			want: []string{"EventRateLimit", "EventSeries"}, wantErr: "--enable-admission-plugins: NamespaceLifecycle needs a kube-apiserver and cannot run standalone"},
+		{name: "standalone, enabling EventSeries is fine", args: []string{"--enable-admission-plugins=EventSeries"}, want: []string{"EventRateLimit", "EventSeries"}},
+		{name: "unknown plugin", args: []string{"--disable-admission-plugins=NoSuchPlugin"}, want: []string{"EventRateLimit", "EventSeries"},
 			wantErr: `disable-admission-plugins plugin "NoSuchPlugin" is unknown`},
-		{name: "delegated: the recommended chain with EventSeries", args: []string{"--standalone=false"}, want: delegatedChain},
+		{name: "delegated: the recommended chain with EventRateLimit and EventSeries", args: []string{"--standalone=false"}, want: delegatedChain},
 		{name: "delegated, EventSeries disabled", args: []string{"--standalone=false", "--disable-admission-plugins=EventSeries"},
 			want: slices.DeleteFunc(slices.Clone(delegatedChain), func(name string) bool { return name == "EventSeries" })},
 	}
@@ -56,10 +60,11 @@ func TestAdmissionPluginsPerMode(t *testing.T) {
 	}
 }
 
-// TestStandaloneConfigHasAdmissionAndSweeper builds the configuration of a
+// TestStandaloneConfigHasAdmissionSweeperAndFolding builds the configuration of a
 // standalone server (Config connects to no etcd) and checks the admission
-// chain and the sweeper thresholds it carries.
-func TestStandaloneConfigHasAdmissionAndSweeper(t *testing.T) {
+// chain, the sweeper thresholds and the folding configuration it carries;
+// configuration errors fail it.
+func TestStandaloneConfigHasAdmissionSweeperAndFolding(t *testing.T) {
 	dir := t.TempDir()
 	configFile := filepath.Join(dir, "admission.yaml")
 	if err := os.WriteFile(configFile, []byte(`apiVersion: apiserver.config.k8s.io/v1
@@ -72,9 +77,27 @@ plugins:
     heartbeatInterval: 2s
     heartbeatSlack: 1s
     sweepInterval: 250ms
+- name: EventRateLimit
+  configuration:
+    apiVersion: eventratelimit.admission.events.k8s.io/v1alpha1
+    kind: EventRateLimitConfiguration
+    folding: {after: 2, window: 1m, flushInterval: 1s}
 `), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	invalidLimitsFile := filepath.Join(dir, "invalid-limits.yaml")
+	if err := os.WriteFile(invalidLimitsFile, []byte(`apiVersion: apiserver.config.k8s.io/v1
+kind: AdmissionConfiguration
+plugins:
+- name: EventRateLimit
+  configuration:
+    apiVersion: eventratelimit.admission.events.k8s.io/v1alpha1
+    kind: EventRateLimitConfiguration
+    limits: [{type: Reporter, qps: 1, burst: 0}]
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	defaultFold := eventregistry.DefaultFoldConfig()
 	invalidFile := filepath.Join(dir, "invalid.yaml")
 	if err := os.WriteFile(invalidFile, []byte(`apiVersion: apiserver.config.k8s.io/v1
 kind: AdmissionConfiguration
@@ -93,11 +116,13 @@ plugins:
 		args        []string
 		wantAdmits  bool
 		wantSweeper *eventseries.Thresholds
+		wantFold    *eventregistry.FoldConfig
 		wantErr     string
 	}{
 		{
 			name:        "default: plugin and sweeper with the default thresholds",
 			wantAdmits:  true,
+			wantFold:    &defaultFold,
 			wantSweeper: &eventseries.Thresholds{FinishAfter: 6 * time.Minute, HeartbeatInterval: 30 * time.Minute, HeartbeatSlack: 6 * time.Minute},
 		},
 		{
@@ -106,10 +131,16 @@ plugins:
 			wantAdmits: true,
 			wantSweeper: &eventseries.Thresholds{FinishAfter: 6 * time.Minute, HeartbeatInterval: 2 * time.Second, HeartbeatSlack: time.Second,
 				SweepInterval: 250 * time.Millisecond},
+			wantFold: &eventregistry.FoldConfig{After: 2, Window: time.Minute, FlushInterval: time.Second, CacheSize: 4096},
 		},
 		{
-			name: "plugin disabled: no admission, no sweeper",
-			args: []string{"--disable-admission-plugins=EventSeries", "--admission-control-config-file=" + configFile},
+			name:    "invalid rate limits fail the configuration",
+			args:    []string{"--admission-control-config-file=" + invalidLimitsFile},
+			wantErr: "limits[0].burst: Invalid value: 0: must be positive",
+		},
+		{
+			name: "plugins disabled: no admission, no sweeper, no folding",
+			args: []string{"--disable-admission-plugins=EventSeries,EventRateLimit", "--admission-control-config-file=" + configFile},
 		},
 		{
 			name:    "invalid thresholds fail the configuration",
@@ -121,7 +152,7 @@ plugins:
 		t.Run(tt.name, func(t *testing.T) {
 			t.Setenv("KUBERNETES_SERVICE_HOST", "")
 			o := parse(t, append([]string{"--data-dir=" + t.TempDir(), "--etcd-servers=http://127.0.0.1:1",
-				"--secure-port=" + strconv.Itoa(freePort(t))}, tt.args...)...)
+				"--secure-port=" + strconv.Itoa(freeport.Port(t))}, tt.args...)...)
 			if err := o.Complete(); err != nil {
 				t.Fatal(err)
 			}
@@ -157,6 +188,9 @@ plugins:
 				t.Errorf("sweeper with %+v, want none", *got)
 			case tt.wantSweeper != nil && (got == nil || *got != *tt.wantSweeper):
 				t.Errorf("sweeper with %v, want %+v", got, *tt.wantSweeper)
+			}
+			if diff := cmp.Diff(tt.wantFold, cfg.ExtraConfig.Fold); diff != "" {
+				t.Errorf("folding (-want +got):\n%s", diff)
 			}
 		})
 	}

@@ -111,10 +111,24 @@ func (o *Options) Config() (*apiserver.Config, error) {
 	if err != nil {
 		return nil, err
 	}
+	fold, err := o.foldConfig()
+	if err != nil {
+		return nil, err
+	}
+	mirrorConfig, err := o.Mirror.config(r.CoreAPI.CoreAPIKubeconfigPath)
+	if err != nil {
+		return nil, err
+	}
 
 	return &apiserver.Config{
 		GenericConfig: cfg,
-		ExtraConfig:   apiserver.ExtraConfig{EventTTL: o.EventTTL, SeriesSweeper: sweeperThresholds},
+		ExtraConfig: apiserver.ExtraConfig{
+			EventTTL:        o.EventTTL,
+			SeriesSweeper:   sweeperThresholds,
+			EtcdMaintenance: o.EtcdMaintenance.config(),
+			Fold:            fold,
+			Mirror:          mirrorConfig,
+		},
 	}, nil
 }
 
@@ -140,8 +154,8 @@ func applyStandaloneAuth(cfg *genericapiserver.RecommendedConfig, creds *standal
 	if cfg.Authentication.Authenticator, err = standalone.NewAuthenticator(provider); err != nil {
 		return err
 	}
-	cfg.Authorization.Authorizer = standalone.Authorizer{}
-	return nil
+	cfg.Authorization.Authorizer, err = standalone.NewAuthorizer()
+	return err
 }
 
 // servingHosts are the names the standalone serving certificate is for:

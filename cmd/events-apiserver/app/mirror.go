@@ -6,12 +6,9 @@ import (
 	"os"
 
 	"github.com/spf13/pflag"
-	genericapiserver "k8s.io/apiserver/pkg/server"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/kube-events/events-apiserver/pkg/apiserver"
 	"github.com/kube-events/events-apiserver/pkg/mirror"
 )
 
@@ -23,8 +20,9 @@ const (
 	mirrorAgent = "events-apiserver-mirror"
 )
 
-// MirrorOptions configure the mirror of kube-apiserver's core/v1 events
-// into our store (see pkg/mirror).
+// MirrorOptions are the flags of the mirror of kube-apiserver's core/v1
+// events into our store; Config turns them into the mirror's configuration
+// (see pkg/mirror).
 type MirrorOptions struct {
 	// Mode is auto, true or false. auto mirrors when the server runs in a
 	// cluster (KUBERNETES_SERVICE_HOST is set) or Kubeconfig is set.
@@ -32,35 +30,42 @@ type MirrorOptions struct {
 	// Kubeconfig reaches the kube-apiserver to mirror; empty means the
 	// in-cluster configuration, else --kubeconfig.
 	Kubeconfig string
-	// Bounds of the mirror; see mirror.Options.
-	QueueSize int
-	QPS       float64
-	Burst     int
-	Workers   int
+	// SharedWithKubeAPIServer says kube-apiserver keeps its events in our
+	// etcd (offload mode): there is nothing to mirror.
+	SharedWithKubeAPIServer bool
+	// Bounds of the mirror.
+	Options mirror.Options
 }
 
 func newMirrorOptions() MirrorOptions {
-	return MirrorOptions{Mode: MirrorAuto, QueueSize: mirror.DefaultQueueSize, QPS: mirror.DefaultQPS,
-		Burst: mirror.DefaultBurst, Workers: mirror.DefaultWorkers}
+	return MirrorOptions{Mode: MirrorAuto, Options: mirror.Options{}.Defaulted()}
 }
 
 func (m *MirrorOptions) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&m.Mode, "mirror", m.Mode, "Copy kube-apiserver's core/v1 Events into this server's store: auto, true or false. "+
-		"auto mirrors when the server runs in a cluster or --mirror-kubeconfig is set, and not in standalone mode otherwise.")
+		"auto mirrors when the server runs in a cluster or --mirror-kubeconfig is set, and not in standalone mode "+
+		"or with --events-shared-with-kube-apiserver otherwise.")
 	fs.StringVar(&m.Kubeconfig, "mirror-kubeconfig", m.Kubeconfig, "Kubeconfig of the kube-apiserver to mirror events from; "+
 		"defaults to the in-cluster configuration, else --kubeconfig. Needs list and watch of events in all namespaces.")
-	fs.IntVar(&m.QueueSize, "mirror-queue-size", m.QueueSize, "How many upstream events may wait to be written; beyond it, new ones are dropped and counted in events_apiserver_mirror_dropped_total.")
-	fs.Float64Var(&m.QPS, "mirror-qps", m.QPS, "Writes per second of mirrored events into the store.")
-	fs.IntVar(&m.Burst, "mirror-burst", m.Burst, "Burst of writes of mirrored events into the store.")
-	fs.IntVar(&m.Workers, "mirror-workers", m.Workers, "How many mirrored events are written at once.")
+	fs.BoolVar(&m.SharedWithKubeAPIServer, "events-shared-with-kube-apiserver", m.SharedWithKubeAPIServer,
+		"kube-apiserver keeps its events in this server's etcd (offload mode, --etcd-servers-overrides=/events#...): never mirror.")
+	o := &m.Options
+	fs.IntVar(&o.MaxPending, "mirror-queue-size", o.MaxPending, "How many upstream events may wait to be written; "+
+		"while that many wait, the mirror stops reading from kube-apiserver until writes catch up (nothing is dropped).")
+	fs.Int64Var(&o.PageSize, "mirror-page-size", o.PageSize, "How many events each list call to kube-apiserver returns.")
+	fs.Float32Var(&o.QPS, "mirror-qps", o.QPS, "Writes per second of mirrored events into the store.")
+	fs.IntVar(&o.Burst, "mirror-burst", o.Burst, "Burst of writes of mirrored events into the store.")
+	fs.IntVar(&o.Workers, "mirror-workers", o.Workers, "How many mirrored events are written at once.")
+	fs.DurationVar(&o.RetryMaxDelay, "mirror-retry-max-delay", o.RetryMaxDelay,
+		"Longest wait between two attempts to write an event whose writes fail (the wait starts at 100ms and doubles).")
 }
 
 // enabled decides whether to mirror, per Mode.
 func (m *MirrorOptions) enabled() bool {
-	switch m.Mode {
-	case MirrorOn:
+	switch {
+	case m.Mode == MirrorOn:
 		return true
-	case MirrorAuto:
+	case m.Mode == MirrorAuto && !m.SharedWithKubeAPIServer:
 		return m.Kubeconfig != "" || os.Getenv("KUBERNETES_SERVICE_HOST") != ""
 	default:
 		return false
@@ -72,64 +77,49 @@ func (m *MirrorOptions) validate() []error {
 	if m.Mode != MirrorAuto && m.Mode != MirrorOn && m.Mode != MirrorOff {
 		errs = append(errs, fmt.Errorf("--mirror must be auto, true or false, got %q", m.Mode))
 	}
-	if m.QueueSize < 1 {
-		errs = append(errs, fmt.Errorf("--mirror-queue-size must be at least 1, got %d", m.QueueSize))
+	if m.Mode == MirrorOn && m.SharedWithKubeAPIServer {
+		errs = append(errs, errors.New("--mirror=true with --events-shared-with-kube-apiserver: kube-apiserver already keeps its events "+
+			"in this server's etcd, mirroring would rewrite every event onto itself; drop one of the flags"))
 	}
-	if m.QPS <= 0 {
-		errs = append(errs, fmt.Errorf("--mirror-qps must be positive, got %v", m.QPS))
-	}
-	if m.Burst < 1 {
-		errs = append(errs, fmt.Errorf("--mirror-burst must be at least 1, got %d", m.Burst))
-	}
-	if m.Workers < 1 {
-		errs = append(errs, fmt.Errorf("--mirror-workers must be at least 1, got %d", m.Workers))
+	o := m.Options
+	for _, bound := range []struct {
+		flag  string
+		value float64
+	}{
+		{"--mirror-queue-size", float64(o.MaxPending)}, {"--mirror-page-size", float64(o.PageSize)},
+		{"--mirror-qps", float64(o.QPS)}, {"--mirror-burst", float64(o.Burst)}, {"--mirror-workers", float64(o.Workers)},
+		{"--mirror-retry-max-delay", float64(o.RetryMaxDelay)},
+	} {
+		if bound.value <= 0 {
+			errs = append(errs, fmt.Errorf("%s must be positive, got %v", bound.flag, bound.value))
+		}
 	}
 	return errs
 }
 
-// mirrorClientConfig is the client configuration of the kube-apiserver to
-// mirror: --mirror-kubeconfig, else in-cluster, else --kubeconfig.
-func (o *Options) mirrorClientConfig() (*rest.Config, error) {
-	var config *rest.Config
+// config is the mirror's configuration, nil when not mirroring. The
+// kube-apiserver is --mirror-kubeconfig, else in-cluster, else
+// coreAPIKubeconfig (--kubeconfig).
+func (m *MirrorOptions) config(coreAPIKubeconfig string) (*mirror.Config, error) {
+	if !m.enabled() {
+		return nil, nil
+	}
+	var upstream *rest.Config
 	var err error
 	switch {
-	case o.Mirror.Kubeconfig != "":
-		config, err = clientcmd.BuildConfigFromFlags("", o.Mirror.Kubeconfig)
+	case m.Kubeconfig != "":
+		upstream, err = clientcmd.BuildConfigFromFlags("", m.Kubeconfig)
 	case os.Getenv("KUBERNETES_SERVICE_HOST") != "":
-		config, err = rest.InClusterConfig()
-	case o.Recommended.CoreAPI.CoreAPIKubeconfigPath != "":
-		config, err = clientcmd.BuildConfigFromFlags("", o.Recommended.CoreAPI.CoreAPIKubeconfigPath)
+		upstream, err = rest.InClusterConfig()
+	case coreAPIKubeconfig != "":
+		upstream, err = clientcmd.BuildConfigFromFlags("", coreAPIKubeconfig)
 	default:
 		err = errors.New("--mirror=true needs --mirror-kubeconfig, an in-cluster configuration or --kubeconfig")
 	}
 	if err != nil {
 		return nil, fmt.Errorf("mirror: %w", err)
 	}
-	config = rest.CopyConfig(config)
-	config.UserAgent = mirrorAgent
-	return config, nil
-}
-
-// installMirror adds the mirror to server when enabled: it starts in a
-// post-start hook and stops with the hook's context, when the server shuts
-// down. It reads through its own client and writes to the server's store.
-func (o *Options) installMirror(server *apiserver.EventsServer) error {
-	if !o.Mirror.enabled() {
-		return nil
-	}
-	config, err := o.mirrorClientConfig()
-	if err != nil {
-		return err
-	}
-	client, err := kubernetes.NewForConfig(config)
-	if err != nil {
-		return fmt.Errorf("mirror: %w", err)
-	}
-	m := mirror.New(client, server.Events, apiserver.Codecs.UniversalDecoder(), mirror.Options{
-		QueueSize: o.Mirror.QueueSize, QPS: o.Mirror.QPS, Burst: o.Mirror.Burst, Workers: o.Mirror.Workers,
-	})
-	return server.GenericAPIServer.AddPostStartHook("start-events-mirror", func(hook genericapiserver.PostStartHookContext) error {
-		go m.Run(hook)
-		return nil
-	})
+	upstream = rest.CopyConfig(upstream)
+	upstream.UserAgent = mirrorAgent
+	return &mirror.Config{Upstream: upstream, Options: m.Options}, nil
 }

@@ -1,8 +1,13 @@
 package app
 
 import (
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
 
 func TestMirrorEnabled(t *testing.T) {
@@ -16,6 +21,7 @@ func TestMirrorEnabled(t *testing.T) {
 		{name: "auto, in cluster: on", inCluster: true, want: true},
 		{name: "auto with --mirror-kubeconfig: on", args: []string{"--mirror-kubeconfig=/k"}, want: true},
 		{name: "auto, delegated with --kubeconfig only: off", args: []string{"--kubeconfig=/k"}},
+		{name: "auto, in cluster, offload: off", args: []string{"--events-shared-with-kube-apiserver"}, inCluster: true},
 		{name: "true, standalone: on", args: []string{"--mirror=true"}, want: true},
 		{name: "false, in cluster: off", args: []string{"--mirror=false"}, inCluster: true},
 		{name: "false with --mirror-kubeconfig: off", args: []string{"--mirror=false", "--mirror-kubeconfig=/k"}},
@@ -41,28 +47,67 @@ func TestMirrorValidate(t *testing.T) {
 	}{
 		{args: nil},
 		{args: []string{"--mirror=maybe"}, wantErr: "--mirror must be auto, true or false"},
-		{args: []string{"--mirror-queue-size=0"}, wantErr: "--mirror-queue-size"},
-		{args: []string{"--mirror-qps=0"}, wantErr: "--mirror-qps"},
-		{args: []string{"--mirror-burst=0"}, wantErr: "--mirror-burst"},
-		{args: []string{"--mirror-workers=0"}, wantErr: "--mirror-workers"},
+		{args: []string{"--mirror=true", "--events-shared-with-kube-apiserver"}, wantErr: "would rewrite every event onto itself"},
+		{args: []string{"--mirror-queue-size=0"}, wantErr: "--mirror-queue-size must be positive"},
+		{args: []string{"--mirror-page-size=0"}, wantErr: "--mirror-page-size must be positive"},
+		{args: []string{"--mirror-qps=0"}, wantErr: "--mirror-qps must be positive"},
+		{args: []string{"--mirror-burst=0"}, wantErr: "--mirror-burst must be positive"},
+		{args: []string{"--mirror-workers=0"}, wantErr: "--mirror-workers must be positive"},
+		{args: []string{"--mirror-retry-max-delay=0s"}, wantErr: "--mirror-retry-max-delay must be positive"},
 	} {
-		o := parse(t, tt.args...)
-		errs := o.Mirror.validate()
-		var joined []string
-		for _, err := range errs {
-			joined = append(joined, err.Error())
-		}
-		got := strings.Join(joined, "; ")
-		if tt.wantErr == "" && got != "" || tt.wantErr != "" && !strings.Contains(got, tt.wantErr) {
-			t.Errorf("%v: errors %q, want %q", tt.args, got, tt.wantErr)
-		}
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			o := parse(t, tt.args...)
+			var joined []string
+			for _, err := range o.Mirror.validate() {
+				joined = append(joined, err.Error())
+			}
+			got := strings.Join(joined, "; ")
+			if tt.wantErr == "" && got != "" || tt.wantErr != "" && !strings.Contains(got, tt.wantErr) {
+				t.Errorf("errors %q, want %q", got, tt.wantErr)
+			}
+		})
 	}
 }
 
-func TestMirrorClientConfigNeedsASource(t *testing.T) {
+// The flags become the mirror's configuration, with the upstream from
+// --mirror-kubeconfig; without any source, --mirror=true is an error.
+func TestMirrorConfig(t *testing.T) {
 	t.Setenv("KUBERNETES_SERVICE_HOST", "")
-	o := parse(t, "--mirror=true")
-	if _, err := o.mirrorClientConfig(); err == nil || !strings.Contains(err.Error(), "--mirror-kubeconfig") {
-		t.Errorf("mirrorClientConfig without any source: err = %v", err)
+	if _, err := parse(t, "--mirror=true").Mirror.config(""); err == nil || !strings.Contains(err.Error(), "--mirror-kubeconfig") {
+		t.Errorf("config without any source: err = %v", err)
 	}
+	if c, err := parse(t).Mirror.config(""); c != nil || err != nil {
+		t.Errorf("config when not mirroring = %v, %v; want nil, nil", c, err)
+	}
+
+	kubeconfig := writeTestKubeconfig(t, "https://kube.example:6443")
+	o := parse(t, "--mirror-kubeconfig="+kubeconfig, "--mirror-queue-size=7", "--mirror-workers=3", "--mirror-qps=50",
+		"--mirror-page-size=20")
+	c, err := o.Mirror.config("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Upstream.Host != "https://kube.example:6443" || c.Upstream.UserAgent != mirrorAgent {
+		t.Errorf("upstream host %q, user agent %q", c.Upstream.Host, c.Upstream.UserAgent)
+	}
+	want := o.Mirror.Options
+	want.MaxPending, want.Workers, want.QPS, want.PageSize = 7, 3, 50, 20
+	if diff := cmp.Diff(want, c.Options); diff != "" {
+		t.Errorf("options (-want +got):\n%s", diff)
+	}
+}
+
+// writeTestKubeconfig writes a kubeconfig naming server, with a token.
+func writeTestKubeconfig(t *testing.T, server string) string {
+	t.Helper()
+	config := clientcmdapi.NewConfig()
+	config.Clusters["c"] = &clientcmdapi.Cluster{Server: server}
+	config.AuthInfos["u"] = &clientcmdapi.AuthInfo{Token: "t"}
+	config.Contexts["c"] = &clientcmdapi.Context{Cluster: "c", AuthInfo: "u"}
+	config.CurrentContext = "c"
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := clientcmd.WriteToFile(*config, path); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }

@@ -6,7 +6,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"strconv"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -74,13 +73,15 @@ type Options struct {
 	DataDir string
 	// EventTTL is how long an event lives after its last write.
 	EventTTL time.Duration
-	// Standalone, when non-nil, forces the authentication mode; nil means
-	// decide as described on Options.
-	Standalone *bool
+	// Standalone, when provided, forces the authentication mode; unset
+	// means decide as described on Options.
+	Standalone cliflag.Tristate
 	// EmbeddedEtcdLogLevel is the embedded etcd's log level.
 	EmbeddedEtcdLogLevel string
 	// Mirror configures the copy of kube-apiserver's events into our store.
 	Mirror MirrorOptions
+	// EtcdMaintenance configures the server's etcd housekeeping.
+	EtcdMaintenance EtcdMaintenanceOptions
 
 	flags     *cliflag.NamedFlagSets
 	completed bool
@@ -102,13 +103,14 @@ func NewOptions() *Options {
 		EventTTL:             apiserver.DefaultEventTTL,
 		EmbeddedEtcdLogLevel: "warn",
 		Mirror:               newMirrorOptions(),
+		EtcdMaintenance:      newEtcdMaintenanceOptions(),
 		ready:                make(chan struct{}),
 	}
 	o.Recommended.Etcd.DefaultStorageMediaType = apiserver.StorageMediaType
 	registerAdmissionPlugins(o.Recommended.Admission)
 	o.Recommended.SecureServing.BindPort = DefaultSecurePort
 	_, _ = o.ComponentGlobals.ComponentGlobalsOrRegister(basecompatibility.DefaultKubeComponent,
-		compatibility.DefaultBuildEffectiveVersion(), utilfeature.DefaultMutableFeatureGate)
+		kubeEffectiveVersion(), utilfeature.DefaultMutableFeatureGate)
 	return o
 }
 
@@ -123,7 +125,7 @@ func (o *Options) Flags() cliflag.NamedFlagSets {
 	fs := fss.FlagSet("events")
 	fs.StringVar(&o.DataDir, "data-dir", o.DataDir, "Directory for the embedded etcd's data, the generated certificates and the admin kubeconfig. Reused on restart.")
 	fs.DurationVar(&o.EventTTL, "event-ttl", o.EventTTL, "How long an event is kept after its last create or update; whole seconds, at least 1s.")
-	fs.Var(&optionalBool{&o.Standalone}, "standalone", "Authenticate with the server's own client CA and authorize with its fixed rule instead of delegating to a kube-apiserver. "+
+	fs.Var(&o.Standalone, "standalone", "Authenticate with the server's own client CA and authorize with its fixed rule instead of delegating to a kube-apiserver. "+
 		"Defaults to true when none of --authentication-kubeconfig, --authorization-kubeconfig and --kubeconfig is set and the server does not run in a cluster.")
 	fs.Lookup("standalone").NoOptDefVal = "true"
 	fs.StringVar(&o.EmbeddedEtcdLogLevel, "embedded-etcd-log-level", o.EmbeddedEtcdLogLevel, "Log level of the embedded etcd (debug, info, warn, error); used without --etcd-servers.")
@@ -132,6 +134,7 @@ func (o *Options) Flags() cliflag.NamedFlagSets {
 
 	r := o.Recommended
 	r.Etcd.AddFlags(fss.FlagSet("etcd"))
+	o.EtcdMaintenance.addFlags(fss.FlagSet("etcd"))
 	r.SecureServing.AddFlags(fss.FlagSet("secure serving"))
 	r.Authentication.AddFlags(fss.FlagSet("authentication"))
 	r.Authorization.AddFlags(fss.FlagSet("authorization"))
@@ -188,8 +191,8 @@ func (o *Options) Complete() error {
 
 	r := o.Recommended
 	o.embeddedEtcd = len(r.Etcd.StorageConfig.Transport.ServerList) == 0
-	if o.Standalone != nil {
-		o.standalone = *o.Standalone
+	if o.Standalone.Provided() {
+		o.standalone = o.Standalone.Value()
 	} else {
 		o.standalone = r.Authentication.RemoteKubeConfigFile == "" &&
 			r.Authorization.RemoteKubeConfigFile == "" &&
@@ -241,6 +244,7 @@ func (o *Options) Validate() error {
 	errs = append(errs, r.Traces.Validate()...)
 	errs = append(errs, o.ComponentGlobals.Validate()...)
 	errs = append(errs, o.Mirror.validate()...)
+	errs = append(errs, o.EtcdMaintenance.validate()...)
 
 	if o.EventTTL < time.Second {
 		errs = append(errs, fmt.Errorf("--event-ttl must be at least 1s, got %v", o.EventTTL))
@@ -266,27 +270,3 @@ func (o *Options) KubeconfigPath() string { return filepath.Join(o.DataDir, "kub
 // Ready is closed once the server answers /readyz with ok and, when
 // standalone, has written KubeconfigPath. In-process tests wait on it.
 func (o *Options) Ready() <-chan struct{} { return o.ready }
-
-// optionalBool is a boolean flag that remembers whether it was given.
-type optionalBool struct{ v **bool }
-
-func (b *optionalBool) String() string {
-	if *b.v == nil {
-		return "auto"
-	}
-	return strconv.FormatBool(**b.v)
-}
-
-func (b *optionalBool) Set(s string) error {
-	v, err := strconv.ParseBool(s)
-	if err != nil {
-		return err
-	}
-	*b.v = &v
-	return nil
-}
-
-func (b *optionalBool) Type() string { return "bool" }
-
-// IsBoolFlag lets --standalone stand alone, without =true.
-func (b *optionalBool) IsBoolFlag() bool { return true }

@@ -4,11 +4,9 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -17,18 +15,10 @@ import (
 	"testing"
 	"time"
 
-	"sigs.k8s.io/yaml"
-)
+	"k8s.io/client-go/tools/clientcmd"
 
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
+	"github.com/kube-events/events-apiserver/test/freeport"
+)
 
 // started runs the server in-process until the test ends and returns its
 // options once Ready is closed.
@@ -51,51 +41,30 @@ func started(t *testing.T, dataDir string, port int) (*Options, context.CancelFu
 	return o, cancel, done
 }
 
-type kubeconfigFile struct {
-	Clusters []struct {
-		Cluster struct {
-			Server string `json:"server"`
-			CAData string `json:"certificate-authority-data"`
-		} `json:"cluster"`
-	} `json:"clusters"`
-	Users []struct {
-		User struct {
-			Cert string `json:"client-certificate-data"`
-			Key  string `json:"client-key-data"`
-		} `json:"user"`
-	} `json:"users"`
-}
-
 // adminClient reads the kubeconfig the server wrote and returns its server
 // URL and an HTTP client with its credentials.
 func adminClient(t *testing.T, path string) (string, *http.Client, *http.Client) {
 	t.Helper()
-	data, err := os.ReadFile(path)
+	kc, err := clientcmd.LoadFromFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var kc kubeconfigFile
-	if err := yaml.Unmarshal(data, &kc); err != nil {
-		t.Fatal(err)
+	current := kc.Contexts[kc.CurrentContext]
+	if current == nil || kc.Clusters[current.Cluster] == nil || kc.AuthInfos[current.AuthInfo] == nil {
+		t.Fatalf("kubeconfig %s has no complete current context", path)
 	}
-	decode := func(s string) []byte {
-		b, err := base64.StdEncoding.DecodeString(s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return b
-	}
+	cluster, user := kc.Clusters[current.Cluster], kc.AuthInfos[current.AuthInfo]
 	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(decode(kc.Clusters[0].Cluster.CAData)) {
+	if !pool.AppendCertsFromPEM(cluster.CertificateAuthorityData) {
 		t.Fatal("no CA in kubeconfig")
 	}
-	pair, err := tls.X509KeyPair(decode(kc.Users[0].User.Cert), decode(kc.Users[0].User.Key))
+	pair, err := tls.X509KeyPair(user.ClientCertificateData, user.ClientKeyData)
 	if err != nil {
 		t.Fatal(err)
 	}
 	admin := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{pair}}}}
 	anonymous := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
-	return kc.Clusters[0].Cluster.Server, admin, anonymous
+	return cluster.Server, admin, anonymous
 }
 
 func do(t *testing.T, c *http.Client, method, url, body string) (int, string) {
@@ -129,7 +98,7 @@ func stop(t *testing.T, cancel context.CancelFunc, done <-chan error) {
 
 func TestRunStandaloneWithEmbeddedEtcdKeepsDataAcrossRestarts(t *testing.T) {
 	dataDir := t.TempDir()
-	port := freePort(t)
+	port := freeport.Port(t)
 	o, cancel, done := started(t, dataDir, port)
 
 	server, admin, anonymous := adminClient(t, o.KubeconfigPath())

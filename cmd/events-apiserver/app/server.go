@@ -15,8 +15,11 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/util/wait"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	cliflag "k8s.io/component-base/cli/flag"
 	"k8s.io/component-base/cli/globalflag"
 	"k8s.io/component-base/logs"
@@ -27,7 +30,7 @@ import (
 
 	"github.com/kube-events/events-apiserver/pkg/apiserver"
 	"github.com/kube-events/events-apiserver/pkg/embedded/etcd"
-	"github.com/kube-events/events-apiserver/pkg/embedded/kubeconfig"
+	"github.com/kube-events/events-apiserver/pkg/embedded/pki"
 )
 
 func init() {
@@ -98,6 +101,7 @@ func Run(ctx context.Context, o *Options) error {
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
+	logger := klog.FromContext(ctx)
 
 	if o.embeddedEtcd {
 		server, err := etcd.Start(ctx, etcd.Config{Dir: filepath.Join(o.DataDir, "etcd"), LogLevel: o.EmbeddedEtcdLogLevel})
@@ -120,7 +124,7 @@ func Run(ctx context.Context, o *Options) error {
 		transport.TrustedCAFile = server.TrustedCAFile
 		transport.CertFile = server.CertFile
 		transport.KeyFile = server.KeyFile
-		klog.InfoS("Embedded etcd serving", "url", server.ClientURL, "dir", filepath.Join(o.DataDir, "etcd"))
+		logger.Info("Embedded etcd serving", "url", server.ClientURL, "dir", filepath.Join(o.DataDir, "etcd"))
 	}
 
 	if o.standalone {
@@ -139,9 +143,6 @@ func Run(ctx context.Context, o *Options) error {
 	if err != nil {
 		return err
 	}
-	if err := o.installMirror(server); err != nil {
-		return err
-	}
 	server.GenericAPIServer.AddPostStartHookOrDie("events-apiserver-announce-ready", func(hook genericapiserver.PostStartHookContext) error {
 		go o.announceReady(hook, config)
 		return nil
@@ -151,7 +152,7 @@ func Run(ctx context.Context, o *Options) error {
 	if o.standalone {
 		// A kubeconfig left behind would point scripts at a server that is gone.
 		if rmErr := os.Remove(o.KubeconfigPath()); rmErr != nil && !errors.Is(rmErr, os.ErrNotExist) {
-			klog.ErrorS(rmErr, "Removing the admin kubeconfig failed", "path", o.KubeconfigPath())
+			logger.Error(rmErr, "Removing the admin kubeconfig failed", "path", o.KubeconfigPath())
 		}
 	}
 	if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
@@ -163,19 +164,20 @@ func Run(ctx context.Context, o *Options) error {
 // announceReady waits until the server's own /readyz says ok, then writes
 // the admin kubeconfig (standalone) and closes o.Ready().
 func (o *Options) announceReady(hook genericapiserver.PostStartHookContext, config *apiserver.Config) {
+	logger := klog.FromContext(hook)
 	if err := waitReady(hook, hook.LoopbackClientConfig.Host, hook.LoopbackClientConfig.BearerToken,
 		hook.LoopbackClientConfig.TLSClientConfig.CAData, hook.LoopbackClientConfig.TLSClientConfig.ServerName); err != nil {
-		klog.ErrorS(err, "Server never became ready")
+		logger.Error(err, "Server never became ready")
 		return
 	}
 	if o.standalone {
 		if err := o.writeKubeconfig(config); err != nil {
-			klog.ErrorS(err, "Writing the admin kubeconfig failed", "path", o.KubeconfigPath())
+			logger.Error(err, "Writing the admin kubeconfig failed", "path", o.KubeconfigPath())
 			return
 		}
-		klog.InfoS("Ready; admin kubeconfig written", "path", o.KubeconfigPath())
+		logger.Info("Ready; admin kubeconfig written", "path", o.KubeconfigPath())
 	} else {
-		klog.InfoS("Ready")
+		logger.Info("Ready")
 	}
 	close(o.ready)
 }
@@ -190,26 +192,19 @@ func waitReady(hook genericapiserver.PostStartHookContext, host, token string, c
 		Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, ServerName: serverName, MinVersion: tls.VersionTLS12}},
 	}
 	defer client.CloseIdleConnections()
-	ticker := time.NewTicker(100 * time.Millisecond)
-	defer ticker.Stop()
-	for {
-		req, err := http.NewRequestWithContext(hook, http.MethodGet, host+"/readyz", nil)
+	return wait.PollUntilContextCancel(hook, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, host+"/readyz", nil)
 		if err != nil {
-			return err
+			return false, err
 		}
 		req.Header.Set("Authorization", "Bearer "+token)
-		if resp, err := client.Do(req); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
+		resp, err := client.Do(req)
+		if err != nil {
+			return false, nil // not listening yet
 		}
-		select {
-		case <-hook.Done():
-			return hook.Err()
-		case <-ticker.C:
-		}
-	}
+		_ = resp.Body.Close()
+		return resp.StatusCode == http.StatusOK, nil
+	})
 }
 
 // writeKubeconfig writes the admin kubeconfig for the port the server
@@ -239,11 +234,16 @@ func (o *Options) writeKubeconfig(config *apiserver.Config) error {
 	if o.Recommended.SecureServing.ServerCert.CertKey.CertFile == creds.serving.CertFile {
 		caData = creds.servingCA.CertPEM()
 	}
-	return kubeconfig.Write(o.KubeconfigPath(), kubeconfig.Config{
-		Name:           "events-apiserver",
-		Server:         "https://" + net.JoinHostPort(host, port),
-		CAData:         caData,
-		ClientCertData: certPEM,
-		ClientKeyData:  keyPEM,
-	})
+	const name = "events-apiserver"
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters[name] = &clientcmdapi.Cluster{Server: "https://" + net.JoinHostPort(host, port), CertificateAuthorityData: caData}
+	kc.AuthInfos[name] = &clientcmdapi.AuthInfo{ClientCertificateData: certPEM, ClientKeyData: keyPEM}
+	kc.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: name}
+	kc.CurrentContext = name
+	data, err := clientcmd.Write(*kc)
+	if err != nil {
+		return err
+	}
+	// It holds the admin's private key: owner only, and replaced at once.
+	return pki.WriteFileAtomic(o.KubeconfigPath(), data, 0o600)
 }

@@ -4,13 +4,31 @@ import (
 	"fmt"
 	"strings"
 
+	utilversion "k8s.io/apimachinery/pkg/util/version"
 	apimachineryversion "k8s.io/apimachinery/pkg/version"
 	basecompatibility "k8s.io/component-base/compatibility"
+	baseversion "k8s.io/component-base/version"
 )
+
+// The binary's own version, commit and build date are stamped into
+// k8s.io/component-base/version with -ldflags -X by hack/ldflags.sh (make
+// build, make image, the Dockerfile). --version prints them, and /version
+// serves them with the Kubernetes API machinery's major and minor.
 
 // unbuiltGitVersion prefixes component-base's version when the binary was
 // built without -ldflags -X (go run, go build, go test).
 const unbuiltGitVersion = "v0.0.0-master"
+
+// kubeEffectiveVersion is the Kubernetes version whose API machinery the
+// server is built from, which feature gates and emulation are judged by. It
+// is not the server's own release version (that is in GitVersion): the
+// server's v0.x must not make the machinery emulate Kubernetes 0.x. Its
+// floors are those kube-apiserver uses: three minors back.
+func kubeEffectiveVersion() basecompatibility.MutableEffectiveVersion {
+	binary := utilversion.MustParse(baseversion.DefaultKubeBinaryVersion)
+	floor := binary.WithPatch(0).SubtractMinor(3)
+	return basecompatibility.NewEffectiveVersion(binary, false, floor, floor)
+}
 
 // servedVersion reports, on /version, a version kubectl can parse even for
 // a binary built without version ldflags: the Kubernetes minor whose API

@@ -22,13 +22,15 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 
 	"k8s.io/apiserver/pkg/apis/apiserver"
 	"k8s.io/apiserver/pkg/authentication/authenticator"
 	"k8s.io/apiserver/pkg/authentication/authenticatorfactory"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
+	"k8s.io/apiserver/pkg/authorization/authorizerfactory"
+	"k8s.io/apiserver/pkg/authorization/path"
+	"k8s.io/apiserver/pkg/authorization/union"
 	"k8s.io/apiserver/pkg/server/dynamiccertificates"
 )
 
@@ -69,35 +71,58 @@ func NewAuthenticator(clientCA dynamiccertificates.CAContentProvider) (authentic
 	return authn, err
 }
 
-// Authorizer applies the package's fixed rule.
-type Authorizer struct{}
-
-var _ authorizer.Authorizer = Authorizer{}
-
-// Authorize implements authorizer.Authorizer.
-func (Authorizer) Authorize(_ context.Context, a authorizer.Attributes) (authorizer.Decision, string, error) {
-	u := a.GetUser()
-	if u == nil {
-		return authorizer.DecisionDeny, "no user", nil
+// NewAuthorizer returns the package's fixed rule, composed from the
+// apiserver's authorizers: privileged groups, always-allowed paths, then the
+// discovery and events rules, in a union. Whatever none allows is refused
+// (403), with every rule's reason.
+func NewAuthorizer() (authorizer.Authorizer, error) {
+	health, err := path.NewAuthorizer(HealthPaths)
+	if err != nil {
+		return nil, err
 	}
-	groups := u.GetGroups()
-	if slices.Contains(groups, AdminGroup) {
-		return authorizer.DecisionAllow, "", nil
+	discoveryPaths := make([]string, 0, 2*len(discoveryPrefixes))
+	for _, p := range discoveryPrefixes {
+		discoveryPaths = append(discoveryPaths, p, p+"/*")
 	}
+	discovery, err := path.NewAuthorizer(discoveryPaths)
+	if err != nil {
+		return nil, err
+	}
+	return union.New(
+		union.NamedAuthorizer{AuthorizerName: "privileged-groups", Authorizer: authorizerfactory.NewPrivilegedGroups(AdminGroup)},
+		union.NamedAuthorizer{AuthorizerName: "health", Authorizer: health},
+		union.NamedAuthorizer{AuthorizerName: "discovery", Authorizer: authenticatedGets(discovery)},
+		union.NamedAuthorizer{AuthorizerName: "events", Authorizer: authorizer.AuthorizerFunc(authorizeEvents)},
+	)
+}
 
+// authenticatedGets lets paths allow only GETs of authenticated users.
+func authenticatedGets(paths authorizer.Authorizer) authorizer.Authorizer {
+	return authorizer.AuthorizerFunc(func(ctx context.Context, a authorizer.Attributes) (authorizer.Decision, string, error) {
+		if a.IsResourceRequest() {
+			return authorizer.DecisionNoOpinion, "", nil
+		}
+		if u := a.GetUser(); u != nil && a.GetVerb() == "get" && slices.Contains(u.GetGroups(), user.AllAuthenticated) {
+			if decision, _, err := paths.Authorize(ctx, a); decision == authorizer.DecisionAllow || err != nil {
+				return decision, "", err
+			}
+		}
+		return authorizer.DecisionNoOpinion, fmt.Sprintf("only %s may %s %s", AdminGroup, a.GetVerb(), a.GetPath()), nil
+	})
+}
+
+// authorizeEvents lets events-readers read events and events-writers also
+// write them, in both event groups.
+func authorizeEvents(_ context.Context, a authorizer.Attributes) (authorizer.Decision, string, error) {
 	if !a.IsResourceRequest() {
-		path := a.GetPath()
-		if slices.Contains(HealthPaths, path) {
-			return authorizer.DecisionAllow, "", nil
-		}
-		if a.GetVerb() == "get" && slices.Contains(groups, user.AllAuthenticated) && underAny(path, discoveryPrefixes) {
-			return authorizer.DecisionAllow, "", nil
-		}
-		return authorizer.DecisionDeny, fmt.Sprintf("only %s may %s %s", AdminGroup, a.GetVerb(), path), nil
+		return authorizer.DecisionNoOpinion, "", nil
 	}
-
 	if a.GetResource() != "events" || a.GetSubresource() != "" || !slices.Contains(eventGroups, a.GetAPIGroup()) {
-		return authorizer.DecisionDeny, "this server only serves events", nil
+		return authorizer.DecisionNoOpinion, "this server only serves events", nil
+	}
+	var groups []string
+	if u := a.GetUser(); u != nil {
+		groups = u.GetGroups()
 	}
 	switch {
 	case slices.Contains(groups, WritersGroup) && slices.Contains(writeVerbs, a.GetVerb()):
@@ -105,7 +130,7 @@ func (Authorizer) Authorize(_ context.Context, a authorizer.Attributes) (authori
 	case slices.Contains(groups, ReadersGroup) && slices.Contains(readVerbs, a.GetVerb()):
 		return authorizer.DecisionAllow, "", nil
 	}
-	return authorizer.DecisionDeny, fmt.Sprintf("%s events needs group %s or %s", a.GetVerb(), writerOrReader(a.GetVerb()), AdminGroup), nil
+	return authorizer.DecisionNoOpinion, fmt.Sprintf("%s events needs group %s or %s", a.GetVerb(), writerOrReader(a.GetVerb()), AdminGroup), nil
 }
 
 // writerOrReader names the least group that may use verb on events.
@@ -114,26 +139,4 @@ func writerOrReader(verb string) string {
 		return ReadersGroup
 	}
 	return WritersGroup
-}
-
-// underAny tells whether path is one of prefixes or below one of them.
-func underAny(path string, prefixes []string) bool {
-	for _, p := range prefixes {
-		if path == p || strings.HasPrefix(path, p+"/") {
-			return true
-		}
-	}
-	return false
-}
-
-// ConditionsAwareAuthorize implements authorizer.Authorizer: the rule has
-// no conditions, so its decision is Authorize's.
-func (z Authorizer) ConditionsAwareAuthorize(ctx context.Context, a authorizer.Attributes) authorizer.ConditionsAwareDecision {
-	return authorizer.ConditionsAwareDecisionFromParts(z.Authorize(ctx, a))
-}
-
-// EvaluateConditions implements authorizer.Authorizer; it never has
-// conditions to evaluate, and fails closed.
-func (Authorizer) EvaluateConditions(context.Context, authorizer.ConditionsAwareDecision, authorizer.ConditionsData) (authorizer.Decision, string, error) {
-	return authorizer.DecisionDeny, "", authorizer.ErrorConditionEvaluationNotSupported
 }

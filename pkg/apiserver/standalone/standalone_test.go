@@ -61,9 +61,13 @@ func TestAuthorizer(t *testing.T) {
 		{"anonymous cannot read discovery", path(anonymous, "get", "/api"), false},
 		{"anonymous cannot list events", events(anonymous, "list", ""), false},
 	}
+	authz, err := NewAuthorizer()
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			decision, reason, err := Authorizer{}.Authorize(t.Context(), tt.attrs)
+			decision, reason, err := authz.Authorize(t.Context(), tt.attrs)
 			if err != nil {
 				t.Fatal(err)
 			}

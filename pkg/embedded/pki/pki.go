@@ -3,6 +3,11 @@
 // made once and read back on every later start, renewed only when a
 // certificate is about to expire, no longer matches its authority, or no
 // longer covers the names it must.
+//
+// client-go's util/cert and keyutil make the CAs and encode and parse
+// certificates and keys; this package adds what they lack: issuing leaf
+// certificates from a CA, deciding when one must be renewed, and writing
+// files atomically.
 package pki
 
 import (
@@ -22,10 +27,14 @@ import (
 	"path/filepath"
 	"slices"
 	"time"
+
+	certutil "k8s.io/client-go/util/cert"
+	"k8s.io/client-go/util/keyutil"
 )
 
 const (
-	// CAValidity is how long a generated certificate authority is valid.
+	// CAValidity is how long a generated certificate authority is valid
+	// (client-go's util/cert makes CAs for ten years).
 	CAValidity = 10 * 365 * 24 * time.Hour
 	// CertValidity is how long a generated leaf certificate is valid.
 	CertValidity = 365 * 24 * time.Hour
@@ -56,7 +65,7 @@ func (p KeyPair) KeyPEM() ([]byte, error) { return os.ReadFile(p.KeyFile) }
 
 // CertPEM is the CA certificate in PEM.
 func (ca *CA) CertPEM() []byte {
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: ca.Cert.Raw})
+	return pem.EncodeToMemory(&pem.Block{Type: certutil.CertificateBlockType, Bytes: ca.Cert.Raw})
 }
 
 // Spec describes a leaf certificate.
@@ -89,27 +98,14 @@ func EnsureCA(dir, name, commonName string, now time.Time) (*CA, error) {
 	if err != nil {
 		return nil, err
 	}
-	template := &x509.Certificate{
-		SerialNumber:          serial(),
-		Subject:               pkix.Name{CommonName: commonName},
-		NotBefore:             now.Add(-time.Hour),
-		NotAfter:              now.Add(CAValidity),
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign | x509.KeyUsageDigitalSignature,
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, template, template, key.Public(), key)
+	caCert, err := certutil.NewSelfSignedCACert(certutil.Config{CommonName: commonName, NotBefore: now.Add(-time.Hour)}, key)
 	if err != nil {
 		return nil, fmt.Errorf("creating CA %s: %w", name, err)
 	}
-	if err := write(ca.CertFile, ca.KeyFile, der, key); err != nil {
+	if err := write(ca.CertFile, ca.KeyFile, caCert.Raw, key); err != nil {
 		return nil, err
 	}
-	ca.Cert, err = x509.ParseCertificate(der)
-	if err != nil {
-		return nil, err
-	}
-	ca.Key = key
+	ca.Cert, ca.Key = caCert, key
 	return ca, nil
 }
 
@@ -196,19 +192,11 @@ func load(certFile, keyFile string) (*x509.Certificate, crypto.Signer, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	certBlock, _ := pem.Decode(certPEM)
-	if certBlock == nil || certBlock.Type != "CERTIFICATE" {
-		return nil, nil, fmt.Errorf("%s: no PEM certificate", certFile)
-	}
-	cert, err := x509.ParseCertificate(certBlock.Bytes)
+	certs, err := certutil.ParseCertsPEM(certPEM)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", certFile, err)
 	}
-	keyBlock, _ := pem.Decode(keyPEM)
-	if keyBlock == nil {
-		return nil, nil, fmt.Errorf("%s: no PEM key", keyFile)
-	}
-	parsed, err := x509.ParsePKCS8PrivateKey(keyBlock.Bytes)
+	parsed, err := keyutil.ParsePrivateKeyPEM(keyPEM)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", keyFile, err)
 	}
@@ -216,23 +204,23 @@ func load(certFile, keyFile string) (*x509.Certificate, crypto.Signer, error) {
 	if !ok {
 		return nil, nil, fmt.Errorf("%s: unsupported key type %T", keyFile, parsed)
 	}
-	return cert, key, nil
+	return certs[0], key, nil
 }
 
 // write stores a certificate (world-readable) and its key (owner only),
 // each through a temporary file renamed into place.
 func write(certFile, keyFile string, der []byte, key crypto.Signer) error {
-	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
+	keyPEM, err := keyutil.MarshalPrivateKeyToPEM(key)
 	if err != nil {
 		return err
 	}
 	if err := os.MkdirAll(filepath.Dir(certFile), 0o700); err != nil {
 		return err
 	}
-	if err := WriteFileAtomic(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}), 0o600); err != nil {
+	if err := WriteFileAtomic(keyFile, keyPEM, 0o600); err != nil {
 		return err
 	}
-	return WriteFileAtomic(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644)
+	return WriteFileAtomic(certFile, pem.EncodeToMemory(&pem.Block{Type: certutil.CertificateBlockType, Bytes: der}), 0o644)
 }
 
 // WriteFileAtomic writes data to path through a temporary file in the same

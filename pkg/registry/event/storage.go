@@ -17,6 +17,9 @@ import (
 // puts the object under an etcd lease of the configured TTL.
 type REST struct {
 	*genericregistry.Store
+	// folder, when set, folds isomorphic creates of hot series; see
+	// EnableFolding.
+	folder *Folder
 }
 
 var (
@@ -48,11 +51,16 @@ func NewREST(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, ttl t
 
 		TableConvertor: TableConvertor{},
 	}
-	options := &generic.StoreOptions{RESTOptions: optsGetter, AttrFunc: GetAttrs}
+	options := &generic.StoreOptions{
+		RESTOptions: optsGetter,
+		AttrFunc:    GetAttrs,
+		Indexers:    Indexers(),
+		TriggerFunc: TriggerFuncs(),
+	}
 	if err := store.CompleteWithOptions(options); err != nil {
 		return nil, err
 	}
-	return &REST{store}, nil
+	return &REST{Store: store}, nil
 }
 
 // TTLFunc returns the store's TTLFunc: every create and every update

@@ -8,13 +8,13 @@ import (
 	"context"
 	"fmt"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
-	"k8s.io/apiserver/pkg/registry/generic"
 	"k8s.io/apiserver/pkg/registry/rest"
 	"k8s.io/apiserver/pkg/storage"
 	"k8s.io/apiserver/pkg/storage/names"
@@ -52,14 +52,18 @@ func (Strategy) DefaultGarbageCollectionPolicy(context.Context) rest.GarbageColl
 	return rest.Unsupported
 }
 
-// PrepareForCreate leaves a new event as sent: an event has no status and
-// no spec/status split, and the server-owned metadata (uid, creation time,
-// resourceVersion) is set by the generic registry.
-func (Strategy) PrepareForCreate(context.Context, runtime.Object) {}
+// PrepareForCreate leaves a new event as sent (an event has no status and
+// no spec/status split, and the server-owned metadata is set by the generic
+// registry), except for the managed fields of plain writes: see
+// keepAppliedFields.
+func (Strategy) PrepareForCreate(_ context.Context, obj runtime.Object) {
+	keepAppliedFields(obj.(*core.Event))
+}
 
 // PrepareForUpdate keeps the stored series state when an update of a
 // series carries none: a client that does not know the field (an older
 // client, one that drops unknown fields on a round trip) does not reset it.
+// It drops the managed fields of plain writes (see keepAppliedFields).
 // Everything else is left as sent; which fields may change is the business
 // of ValidateUpdate.
 func (Strategy) PrepareForUpdate(_ context.Context, obj, old runtime.Object) {
@@ -67,6 +71,32 @@ func (Strategy) PrepareForUpdate(_ context.Context, obj, old runtime.Object) {
 	if newEvent.Series != nil && newEvent.Series.State == "" && oldEvent.Series != nil {
 		newEvent.Series.State = oldEvent.Series.State
 	}
+	keepAppliedFields(newEvent)
+}
+
+// keepAppliedFields drops the managedFields entries of Update operations
+// (creates, updates and patches) and keeps those of server-side apply.
+// Recorders write events with plain creates and patches, so nearly every
+// event would otherwise carry an entry (about 0.5 KiB in the watch cache
+// and in etcd) that tracks ownership of fields that, once written, never
+// change (ValidateUpdate). What such entries are for is conflict detection
+// for a later applier, who now takes over those fields without a conflict;
+// appliers keep their own entries, so apply still removes what an applier
+// stops applying.
+func keepAppliedFields(event *core.Event) {
+	if len(event.ManagedFields) == 0 {
+		return
+	}
+	applied := event.ManagedFields[:0]
+	for _, entry := range event.ManagedFields {
+		if entry.Operation == metav1.ManagedFieldsOperationApply {
+			applied = append(applied, entry)
+		}
+	}
+	if len(applied) == 0 {
+		applied = nil
+	}
+	event.ManagedFields = applied
 }
 
 // Validate validates a new event against the rules of the request's API version.
@@ -113,22 +143,31 @@ func GetAttrs(obj runtime.Object) (labels.Set, fields.Set, error) {
 
 // Matcher returns the selection predicate for a label and a field selector,
 // whose labels have already been converted to the canonical core/v1 names.
+// Its IndexFields let the watch cache serve an exact match on an indexed
+// field from the index (see Indexers).
 func Matcher(label labels.Selector, field fields.Selector) storage.SelectionPredicate {
-	return storage.SelectionPredicate{Label: label, Field: field, GetAttrs: GetAttrs}
+	return storage.SelectionPredicate{Label: label, Field: field, GetAttrs: GetAttrs, IndexFields: indexedFields}
 }
 
-// ToSelectableFields returns every selectable field of an event under its
-// canonical (core/v1) label; see pkg/conversion for how each served version
-// names them. Unset references select as empty strings, so related.name=
-// matches events without a related object.
+// ToSelectableFields returns the selectable fields of an event under their
+// canonical (core/v1) labels; see pkg/conversion for how each served
+// version names them. It holds only the fields that are set: the watch
+// cache keeps this set for every event, and fields.Set reads an absent
+// label as "", so an unset field selects exactly as an empty one would
+// (related.name= matches events without a related object).
 func ToSelectableFields(event *core.Event) fields.Set {
-	set := generic.ObjectMetaFieldsSet(&event.ObjectMeta, true)
-	addObjectReference(set, eventconversion.PrefixInvolvedObject, &event.InvolvedObject)
-	related := event.Related
-	if related == nil {
-		related = &core.ObjectReference{}
+	set := make(fields.Set, 16)
+	add := func(label, value string) {
+		if value != "" {
+			set[label] = value
+		}
 	}
-	addObjectReference(set, eventconversion.PrefixRelated, related)
+	add(eventconversion.FieldName, event.Name)
+	add(eventconversion.FieldNamespace, event.Namespace)
+	addObjectReference(add, eventconversion.PrefixInvolvedObject, &event.InvolvedObject)
+	if event.Related != nil {
+		addObjectReference(add, eventconversion.PrefixRelated, event.Related)
+	}
 
 	seriesState := ""
 	if event.Series != nil {
@@ -141,24 +180,36 @@ func ToSelectableFields(event *core.Event) fields.Set {
 	if source == "" {
 		source = event.ReportingController
 	}
-	set[eventconversion.FieldReason] = event.Reason
-	set[eventconversion.FieldAction] = event.Action
-	set[eventconversion.FieldSource] = source
-	set[eventconversion.FieldReportingComponent] = eventconversion.ReportingController(event.ReportingController, event.Source.Component)
-	set[eventconversion.FieldReportingInstance] = event.ReportingInstance
-	set[eventconversion.FieldType] = event.Type
-	set[eventconversion.FieldSeriesState] = seriesState
+	add(eventconversion.FieldReason, event.Reason)
+	add(eventconversion.FieldAction, event.Action)
+	add(eventconversion.FieldSource, source)
+	add(eventconversion.FieldReportingComponent, eventconversion.ReportingController(event.ReportingController, event.Source.Component))
+	add(eventconversion.FieldReportingInstance, event.ReportingInstance)
+	add(eventconversion.FieldType, event.Type)
+	add(eventconversion.FieldSeriesState, seriesState)
 	return set
 }
 
-func addObjectReference(set fields.Set, prefix string, ref *core.ObjectReference) {
-	set[prefix+"kind"] = ref.Kind
-	set[prefix+"namespace"] = ref.Namespace
-	set[prefix+"name"] = ref.Name
-	set[prefix+"uid"] = string(ref.UID)
-	set[prefix+"apiVersion"] = ref.APIVersion
-	set[prefix+"resourceVersion"] = ref.ResourceVersion
-	set[prefix+"fieldPath"] = ref.FieldPath
+// Labels of object reference fields, built once: the set holds these
+// strings rather than a concatenation per event.
+var referenceLabels = func() map[string][7]string {
+	m := map[string][7]string{}
+	for _, prefix := range []string{eventconversion.PrefixInvolvedObject, eventconversion.PrefixRelated} {
+		m[prefix] = [7]string{prefix + "kind", prefix + "namespace", prefix + "name", prefix + "uid",
+			prefix + "apiVersion", prefix + "resourceVersion", prefix + "fieldPath"}
+	}
+	return m
+}()
+
+func addObjectReference(add func(label, value string), prefix string, ref *core.ObjectReference) {
+	l := referenceLabels[prefix]
+	add(l[0], ref.Kind)
+	add(l[1], ref.Namespace)
+	add(l[2], ref.Name)
+	add(l[3], string(ref.UID))
+	add(l[4], ref.APIVersion)
+	add(l[5], ref.ResourceVersion)
+	add(l[6], ref.FieldPath)
 }
 
 // requestGroupVersion is the group and version the request was made in, or

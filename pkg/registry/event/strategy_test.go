@@ -2,10 +2,9 @@ package event
 
 import (
 	"context"
-
-	"github.com/google/go-cmp/cmp"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
@@ -48,15 +47,36 @@ func fullEvent() *core.Event {
 }
 
 func TestToSelectableFieldsExposesEveryCanonicalLabel(t *testing.T) {
-	for name, event := range map[string]*core.Event{"full": fullEvent(), "empty": {}} {
-		set := ToSelectableFields(event)
-		for _, label := range canonicalLabels() {
-			if _, ok := set[label]; !ok {
-				t.Errorf("%s event: label %q missing from selectable fields", name, label)
-			}
+	event := fullEvent()
+	event.Related.Namespace = "default"
+	set := ToSelectableFields(event)
+	for _, label := range canonicalLabels() {
+		if set.Get(label) == "" {
+			t.Errorf("label %q missing from the selectable fields of an event with every field set", label)
 		}
-		if len(set) != len(canonicalLabels()) {
-			t.Errorf("%s event: %d selectable fields, want exactly the %d canonical labels: %v", name, len(set), len(canonicalLabels()), set)
+	}
+	if len(set) != len(canonicalLabels()) {
+		t.Errorf("%d selectable fields, want exactly the %d canonical labels: %v", len(set), len(canonicalLabels()), set)
+	}
+}
+
+// TestUnsetFieldsSelectAsEmpty: the field set holds only what is set, and
+// an unset field selects as an empty value, for = and != alike.
+func TestUnsetFieldsSelectAsEmpty(t *testing.T) {
+	empty := &core.Event{}
+	if set := ToSelectableFields(empty); len(set) != 0 {
+		t.Errorf("selectable fields of an empty event: %v, want none", set)
+	}
+	for _, label := range canonicalLabels() {
+		for selector, want := range map[string]bool{label + "=": true, label + "!=": false, label + "=x": false, label + "!=x": true} {
+			predicate := Matcher(labels.Everything(), fields.ParseSelectorOrDie(selector))
+			got, err := predicate.Matches(empty)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != want {
+				t.Errorf("%s on an empty event: matches = %v, want %v", selector, got, want)
+			}
 		}
 	}
 }
@@ -110,8 +130,8 @@ func TestToSelectableFields(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			set := ToSelectableFields(tt.event)
 			for label, want := range tt.want {
-				if got, ok := set[label]; !ok || got != want {
-					t.Errorf("%s = %q (present %v), want %q", label, got, ok, want)
+				if got := set.Get(label); got != want {
+					t.Errorf("%s = %q, want %q", label, got, want)
 				}
 			}
 		})
@@ -175,6 +195,38 @@ func TestStrategyIsNamespacedAndAllowsUnconditionalWrites(t *testing.T) {
 	}
 	if !s.AllowCreateOnUpdate(t.Context()) || !s.AllowUnconditionalUpdate(t.Context()) {
 		t.Error("events must allow create-on-update and unconditional update, as kube-apiserver's do")
+	}
+}
+
+// TestPrepareKeepsOnlyAppliedManagedFields: plain writes leave no
+// managedFields entry; server-side apply keeps its own.
+func TestPrepareKeepsOnlyAppliedManagedFields(t *testing.T) {
+	update := metav1.ManagedFieldsEntry{Manager: "kubelet", Operation: metav1.ManagedFieldsOperationUpdate}
+	apply := metav1.ManagedFieldsEntry{Manager: "kubectl", Operation: metav1.ManagedFieldsOperationApply}
+	tests := []struct {
+		name string
+		in   []metav1.ManagedFieldsEntry
+		want []metav1.ManagedFieldsEntry
+	}{
+		{"none", nil, nil},
+		{"update only", []metav1.ManagedFieldsEntry{update}, nil},
+		{"apply only", []metav1.ManagedFieldsEntry{apply}, []metav1.ManagedFieldsEntry{apply}},
+		{"both", []metav1.ManagedFieldsEntry{update, apply, update}, []metav1.ManagedFieldsEntry{apply}},
+	}
+	strategy := NewStrategy(nil)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			created := &core.Event{ObjectMeta: metav1.ObjectMeta{ManagedFields: append([]metav1.ManagedFieldsEntry(nil), tt.in...)}}
+			strategy.PrepareForCreate(context.Background(), created)
+			if diff := cmp.Diff(tt.want, created.ManagedFields); diff != "" {
+				t.Errorf("create (-want +got):\n%s", diff)
+			}
+			updated := &core.Event{ObjectMeta: metav1.ObjectMeta{ManagedFields: append([]metav1.ManagedFieldsEntry(nil), tt.in...)}}
+			strategy.PrepareForUpdate(context.Background(), updated, &core.Event{})
+			if diff := cmp.Diff(tt.want, updated.ManagedFields); diff != "" {
+				t.Errorf("update (-want +got):\n%s", diff)
+			}
+		})
 	}
 }
 

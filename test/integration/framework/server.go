@@ -27,10 +27,12 @@ import (
 	"github.com/spf13/pflag"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/kube-events/events-apiserver/cmd/events-apiserver/app"
+	"github.com/kube-events/events-apiserver/test/freeport"
 )
 
 // serverStartTimeout bounds one start of the server, embedded etcd included.
@@ -319,7 +321,7 @@ func StartEtcd(t testing.TB) *Etcd {
 // RunEtcd is StartEtcd for callers without a testing.TB: it starts the
 // etcd binary at path on dataDir; the caller must Stop it.
 func RunEtcd(path, dataDir string) (*Etcd, error) {
-	ports, err := etcdFreePorts(2)
+	ports, err := freeport.Ports(2)
 	if err != nil {
 		return nil, err
 	}
@@ -354,25 +356,26 @@ func RunEtcd(path, dataDir string) (*Etcd, error) {
 		_ = e.Stop()
 		return nil, err
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		_, err = e.Client.Get(ctx, "health")
-		cancel()
-		if err == nil {
-			return e, nil
-		}
+	var lastErr error
+	err = wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
 		select {
 		case <-e.exited:
-			return nil, fmt.Errorf("etcd exited: %s", e.Output())
+			return false, fmt.Errorf("etcd exited: %s", e.Output())
 		default:
 		}
-		if time.Now().After(deadline) {
-			_ = e.Stop()
-			return nil, fmt.Errorf("etcd not answering in 30s: %v; output: %s", err, e.Output())
+		ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		_, lastErr = e.Client.Get(ctx, "health")
+		return lastErr == nil, nil
+	})
+	if err != nil {
+		_ = e.Stop()
+		if lastErr != nil {
+			err = fmt.Errorf("%w (last error: %v); output: %s", err, lastErr, e.Output())
 		}
-		time.Sleep(100 * time.Millisecond)
+		return nil, fmt.Errorf("etcd not answering in 30s: %w", err)
 	}
+	return e, nil
 }
 
 // Output is what etcd printed so far.
@@ -417,18 +420,4 @@ func (w *etcdSyncWriter) Write(p []byte) (int, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.w.Write(p)
-}
-
-// etcdFreePorts returns n distinct free loopback ports.
-func etcdFreePorts(n int) ([]int, error) {
-	var ports []int
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, err
-		}
-		defer l.Close()
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	return ports, nil
 }

@@ -40,8 +40,20 @@ const timeout = 60 * time.Second
 // artifacts/ only.
 var cluster *framework.AggregatedCluster
 
+// serverBinary is cmd/events-apiserver built for the tests that run
+// replicas as processes of their own.
+var serverBinary string
+
 func TestMain(m *testing.M) {
-	var err error
+	dir, err := os.MkdirTemp("", "mirror-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	if serverBinary, err = framework.BuildServer(context.Background(), dir); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
 	cluster, err = framework.StartAggregatedCluster(framework.AggregatedClusterOptions{ExtraServerFlags: []string{"--mirror=true"}})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "starting the aggregated cluster: %v\n", err)
@@ -54,6 +66,7 @@ func TestMain(m *testing.M) {
 			code = 1
 		}
 	}
+	_ = os.RemoveAll(dir)
 	os.Exit(code)
 }
 
@@ -344,71 +357,6 @@ func TestRestartMidStreamLeavesNoDuplicatesAndNoGaps(t *testing.T) {
 				e.Name, first.UID, e.UID, first.ResourceVersion, e.ResourceVersion)
 		}
 	}
-}
-
-// A flood beyond a tiny queue (5 events, 1 write/s) is counted as dropped
-// in our /metrics, while a list on our server still returns promptly.
-func TestFloodBeyondTheQueueIsCountedAndServerStaysResponsive(t *testing.T) {
-	small, err := framework.StartAggregatedCluster(framework.AggregatedClusterOptions{
-		MirrorFromAdmin:  true,
-		ExtraServerFlags: []string{"--mirror-queue-size=5", "--mirror-qps=1", "--mirror-burst=1", "--mirror-workers=1"},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := small.Stop(); err != nil {
-			t.Errorf("stopping: %v", err)
-		}
-	})
-	ctx := testContext(t)
-	before := droppedQueueFull(t, small)
-
-	ns := newNamespace(t, small)
-	upstream := client(t, small).CoreV1().Events(ns)
-	now := time.Now()
-	const flood = 60
-	for i := range flood {
-		name := "flood-" + strconv.Itoa(i)
-		if _, err := upstream.Create(ctx, &corev1.Event{
-			ObjectMeta:     metav1.ObjectMeta{Name: name, Namespace: ns},
-			InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: ns, Name: name, APIVersion: "v1"},
-			Reason:         "Flood", Message: "storm", Type: corev1.EventTypeNormal, Source: corev1.EventSource{Component: "stormer"},
-			FirstTimestamp: metav1.NewTime(now), LastTimestamp: metav1.NewTime(now), Count: 1,
-		}, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	var dropped float64
-	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
-		dropped = droppedQueueFull(t, small) - before
-		return dropped >= flood/2, nil
-	})
-	if err != nil {
-		t.Fatalf("dropped{reason=queue_full} grew by %v, want at least %d of %d", dropped, flood/2, flood)
-	}
-
-	direct, err := kubernetes.NewForConfig(small.ServerConfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	start := time.Now()
-	list, err := direct.EventsV1beta1().Events(ns).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if took := time.Since(start); took > 2*time.Second {
-		t.Errorf("listing during the flood took %v", took)
-	}
-	if n := len(list.Items); n >= flood {
-		t.Errorf("%d of %d flooded events stored, want the drops missing", n, flood)
-	}
-}
-
-// droppedQueueFull reads events_apiserver_mirror_dropped_total{reason="queue_full"}
-// from our server's /metrics (0 before the first drop).
-func droppedQueueFull(t *testing.T, c *framework.AggregatedCluster) float64 {
-	return metric(t, c, `events_apiserver_mirror_dropped_total{reason="queue_full"}`)
 }
 
 // metric reads one sample, by its name and labels as /metrics prints

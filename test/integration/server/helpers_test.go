@@ -19,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -449,17 +450,15 @@ func nextEvent(t testing.TB, w watch.Interface) watch.Event {
 // eventually polls cond every 100ms until it returns true or timeout.
 func eventually(t testing.TB, timeout time.Duration, what string, cond func() (bool, error)) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
 	var lastErr error
-	for time.Now().Before(deadline) {
+	err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
 		ok, err := cond()
-		if ok {
-			return
-		}
 		lastErr = err
-		time.Sleep(100 * time.Millisecond)
+		return ok, nil
+	})
+	if err != nil {
+		t.Fatalf("%s: not within %v (last error: %v)", what, timeout, lastErr)
 	}
-	t.Fatalf("%s: not within %v (last error: %v)", what, timeout, lastErr)
 }
 
 func writeFile(t testing.TB, path, content string) {

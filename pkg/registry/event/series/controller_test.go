@@ -54,7 +54,7 @@ func TestMirroredSeriesGetStates(t *testing.T) {
 	}()
 	t.Cleanup(func() { cancel(); <-done })
 
-	m := mirror.New(fake.NewClientset(), store, apiserver.Codecs.UniversalDecoder(), mirror.Options{})
+	m := mirror.New(fake.NewClientset(), store, apiserver.Codecs.UniversalDecoder(), mirror.Options{}, clock.RealClock{})
 	now := time.Now()
 	for _, tc := range []struct {
 		name     string
@@ -65,7 +65,7 @@ func TestMirroredSeriesGetStates(t *testing.T) {
 		{"the reporter's final write finishes it", upstreamSeries("final", now.Add(-2*thresholds.FinishAfter)), core.EventSeriesStateFinished},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if err := m.Sync(t.Context(), tc.upstream); err != nil {
+			if _, err := m.Sync(t.Context(), tc.upstream); err != nil {
 				t.Fatal(err)
 			}
 			var got core.EventSeriesState

@@ -1,0 +1,79 @@
+// Command bench runs the side-by-side benchmark of test/bench in full and
+// prints its table: see hack/bench.sh (make bench).
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/kube-events/events-apiserver/test/bench"
+)
+
+func main() {
+	cfg := bench.Full()
+	watchers := flag.String("watchers", joinInts(cfg.Watchers), "comma-separated numbers of selective watchers (0: the same load without watchers)")
+	flag.StringVar(&cfg.Assets, "assets", os.Getenv("KUBEBUILDER_ASSETS"), "envtest assets directory (kube-apiserver, etcd)")
+	flag.StringVar(&cfg.ServerBinary, "server-binary", "bin/events-apiserver", "events-apiserver binary")
+	flag.IntVar(&cfg.Writers, "writers", cfg.Writers, "concurrent writers")
+	flag.Int64Var(&cfg.CreatesPerMode, "creates-per-mode", cfg.CreatesPerMode, "creates measured per version and media type")
+	flag.Int64Var(&cfg.Events, "events", cfg.Events, "events in the store when lists and memory are measured")
+	flag.IntVar(&cfg.ListSamples, "list-samples", cfg.ListSamples, "lists timed per selector")
+	flag.IntVar(&cfg.AnchorMaxWatchers, "anchor-max-watchers", cfg.AnchorMaxWatchers, "most watchers put on kube-apiserver (no events watch cache: one etcd watch each)")
+	flag.DurationVar(&cfg.WatchDuration, "watch-duration", cfg.WatchDuration, "create load per watcher phase")
+	flag.DurationVar(&cfg.DeliveryTimeout, "delivery-timeout", cfg.DeliveryTimeout, "how long events may take to reach their watchers after the load")
+	flag.BoolVar(&cfg.SkipAnchor, "skip-anchor", false, "measure events-apiserver alone (for profiling; no ratios)")
+	flag.StringVar(&cfg.ProfileDir, "profile-dir", "", "write events-apiserver's heap profile (at --events) and a CPU profile (during the fill) here")
+	flag.Parse()
+	cfg.Log = os.Stderr
+	var err error
+	if cfg.Watchers, err = parseInts(*watchers); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	if err := run(cfg); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+func run(cfg bench.Config) error {
+	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer cancel()
+	dir, err := os.MkdirTemp("", "events-bench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	cfg.WorkDir = dir
+	results, err := bench.Run(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	return bench.WriteTable(os.Stdout, cfg, results)
+}
+
+func joinInts(ns []int) string {
+	var s []string
+	for _, n := range ns {
+		s = append(s, strconv.Itoa(n))
+	}
+	return strings.Join(s, ",")
+}
+
+func parseInts(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil {
+			return nil, fmt.Errorf("--watchers: %w", err)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}

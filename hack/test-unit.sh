@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# The unit tests (cmd/ and pkg/), with the race detector. pkg/mirror's store
+# tests run the registry against a real etcd: the etcd binary is built from
+# Go modules on first use (about 30s) and cached in .cache/envtest.
+set -o errexit -o nounset -o pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "${ROOT}"
+
+echo "test-unit: etcd for pkg/mirror (hack/envtest-assets.sh --etcd-only)"
+KUBEBUILDER_ASSETS="$(hack/envtest-assets.sh --etcd-only)"
+export KUBEBUILDER_ASSETS
+
+echo "test-unit: go test -race ./cmd/... ./pkg/..."
+go test -race -count=1 -timeout 20m ./cmd/... ./pkg/...

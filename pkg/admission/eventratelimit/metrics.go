@@ -1,0 +1,31 @@
+package eventratelimit
+
+import (
+	"sync"
+
+	"k8s.io/component-base/metrics"
+	"k8s.io/component-base/metrics/legacyregistry"
+)
+
+var (
+	refusedTotal = metrics.NewCounterVec(&metrics.CounterOpts{
+		Namespace: "events_apiserver", Subsystem: "ratelimit", Name: "refused_total",
+		Help:           "Event creates and updates refused with 429 TooManyRequests, by the limit type that refused them (Reporter, Object or Namespace).",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"limit"})
+	liveBuckets = metrics.NewGaugeVec(&metrics.GaugeOpts{
+		Namespace: "events_apiserver", Subsystem: "ratelimit", Name: "buckets",
+		Help:           "Token buckets currently kept, by limit type (bounded by each limit's cacheSize).",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"limit"})
+
+	registerOnce sync.Once
+)
+
+// registerMetrics registers the plugin's metrics in the legacy registry,
+// which the server's /metrics serves. Safe to call more than once.
+func registerMetrics() {
+	registerOnce.Do(func() {
+		legacyregistry.MustRegister(refusedTotal, liveBuckets)
+	})
+}

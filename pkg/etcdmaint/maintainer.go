@@ -1,0 +1,268 @@
+// Package etcdmaint keeps the server's etcd writable without an operator:
+// when etcd has raised its NOSPACE alarm (the backend reached
+// --quota-backend-bytes), it compacts to the current revision, defragments
+// every member and disarms the alarm once the database is back below the
+// high-water mark; it also defragments a member whose file is mostly free
+// pages and close to the quota, before the alarm is raised.
+//
+// Space is freed by what the server already does: events expire with their
+// TTL lease (lease revocations are allowed under NOSPACE) and the generic
+// API server compacts every --etcd-compaction-interval. Neither shrinks the
+// database file: only defragmentation does, and etcd refuses writes until
+// the alarm is disarmed even when the space is back. kube-apiserver leaves
+// both steps to an operator; this loop does them.
+//
+// Defragmentation is per member and blocks that member's reads and writes
+// while it runs, so it must be done one member at a time, followers first
+// and the leader last, as etcd's operations guide recommends. One process
+// must coordinate that for the whole cluster: the Maintainer is a
+// Controller that the server runs on its elected replica only, and it
+// defragments every member itself, reaching each through the client URL
+// the member advertises.
+package etcdmaint
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/etcdserverpb"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/klog/v2"
+)
+
+// Defaults of Config.
+const (
+	DefaultInterval  = 30 * time.Second
+	DefaultHighWater = 0.8
+	// defaultQuota is etcd's own default --quota-backend-bytes, used for
+	// members that do not report theirs (before etcd 3.6).
+	defaultQuota = 2 << 30
+	// defragTimeout bounds the defragmentation of one member.
+	defragTimeout = 5 * time.Minute
+	// requestTimeout bounds every other call to etcd.
+	requestTimeout = 10 * time.Second
+)
+
+// Config configures a Maintainer.
+type Config struct {
+	// Client reaches the cluster; its TLS configuration is used for every member.
+	Client *clientv3.Client
+	// Interval is how often the cluster is looked at; DefaultInterval if zero.
+	Interval time.Duration
+	// HighWater is the fraction of a member's quota above which its file is
+	// too big: the NOSPACE alarm is disarmed only once every member is
+	// below it (else the next writes would raise it again), and a member
+	// above it whose file is at least half free pages is defragmented
+	// before the alarm comes. DefaultHighWater if zero.
+	HighWater float64
+}
+
+// Maintainer is the etcd housekeeping loop.
+type Maintainer struct {
+	client    *clientv3.Client
+	interval  time.Duration
+	highWater float64
+}
+
+// New returns a Maintainer for cfg.
+func New(cfg Config) *Maintainer {
+	if cfg.Interval <= 0 {
+		cfg.Interval = DefaultInterval
+	}
+	if cfg.HighWater <= 0 || cfg.HighWater > 1 {
+		cfg.HighWater = DefaultHighWater
+	}
+	registerMetrics()
+	return &Maintainer{client: cfg.Client, interval: cfg.Interval, highWater: cfg.HighWater}
+}
+
+// Name names the loop in logs and in the server's controller runner.
+func (m *Maintainer) Name() string { return "etcd-maintenance" }
+
+// Run looks at the cluster every interval until ctx is done; a round in
+// progress is cut short by ctx.
+func (m *Maintainer) Run(ctx context.Context) {
+	logger := klog.FromContext(ctx).WithValues("controller", m.Name())
+	ctx = klog.NewContext(ctx, logger)
+	logger.Info("Starting etcd maintenance", "interval", m.interval, "highWater", m.highWater)
+	wait.JitterUntilWithContext(ctx, func(ctx context.Context) {
+		if err := m.Sync(ctx); err != nil && ctx.Err() == nil {
+			logger.Error(err, "etcd maintenance round failed; retrying next round")
+		}
+	}, m.interval, 0.1, true)
+	logger.Info("Stopped etcd maintenance")
+}
+
+// member is what a round knows of one etcd member.
+type member struct {
+	id       uint64
+	name     string
+	endpoint string
+	leader   bool
+	dbSize   int64
+	inUse    int64
+	quota    int64
+}
+
+// Sync runs one round: read every member's status and the alarms; under
+// NOSPACE compact, defragment every member and disarm the alarm when the
+// space is back; otherwise defragment members that need it.
+func (m *Maintainer) Sync(ctx context.Context) error {
+	logger := klog.FromContext(ctx)
+	members, err := m.members(ctx)
+	if err != nil {
+		return err
+	}
+	alarms, err := m.noSpaceAlarms(ctx)
+	if err != nil {
+		return err
+	}
+	recordSizes(members)
+	if len(alarms) == 0 {
+		var errs []error
+		for _, mem := range members {
+			if mem.fragmented(m.highWater) {
+				logger.Info("Defragmenting an etcd member close to its quota", "member", mem.name,
+					"dbSize", mem.dbSize, "dbSizeInUse", mem.inUse, "quota", mem.quota)
+				errs = append(errs, m.defragment(ctx, mem))
+			}
+		}
+		return errors.Join(errs...)
+	}
+
+	logger.Info("etcd is out of space: compacting and defragmenting", "alarms", len(alarms))
+	if err := m.compact(ctx); err != nil {
+		return err
+	}
+	for _, mem := range members {
+		if err := m.defragment(ctx, mem); err != nil {
+			return err
+		}
+	}
+	if members, err = m.members(ctx); err != nil {
+		return err
+	}
+	recordSizes(members)
+	for _, mem := range members {
+		if float64(mem.dbSize) >= m.highWater*float64(mem.quota) {
+			logger.Info("etcd still too full after defragmentation: keeping the NOSPACE alarm until TTLs free more",
+				"member", mem.name, "dbSize", mem.dbSize, "dbSizeInUse", mem.inUse, "quota", mem.quota)
+			return nil
+		}
+	}
+	for _, alarm := range alarms {
+		ctx, cancel := context.WithTimeout(ctx, requestTimeout)
+		_, err := m.client.AlarmDisarm(ctx, (*clientv3.AlarmMember)(alarm))
+		cancel()
+		if err != nil {
+			return fmt.Errorf("disarming NOSPACE of member %x: %w", alarm.MemberID, err)
+		}
+		alarmsDisarmed.Inc()
+		logger.Info("Disarmed etcd's NOSPACE alarm", "memberID", fmt.Sprintf("%x", alarm.MemberID))
+	}
+	return nil
+}
+
+// fragmented tells whether the member's file is above the high-water mark
+// of its quota with at least half of it free.
+func (mem member) fragmented(highWater float64) bool {
+	return float64(mem.dbSize) >= highWater*float64(mem.quota) && mem.inUse <= mem.dbSize/2
+}
+
+// members returns every started member with its status, followers first
+// and the leader last: the order to defragment them in.
+func (m *Maintainer) members(ctx context.Context) ([]member, error) {
+	listCtx, cancel := context.WithTimeout(ctx, requestTimeout)
+	list, err := m.client.MemberList(listCtx)
+	cancel()
+	if err != nil {
+		return nil, fmt.Errorf("listing etcd members: %w", err)
+	}
+	var members []member
+	var errs []error
+	for _, mm := range list.Members {
+		if len(mm.ClientURLs) == 0 || mm.IsLearner {
+			continue // not started yet, or not voting: nothing to keep
+		}
+		statusCtx, cancel := context.WithTimeout(ctx, requestTimeout)
+		status, err := m.client.Status(statusCtx, mm.ClientURLs[0])
+		cancel()
+		if err != nil {
+			// An unreachable member is left alone this round.
+			errs = append(errs, fmt.Errorf("status of etcd member %s: %w", mm.Name, err))
+			continue
+		}
+		quota := status.DbSizeQuota
+		if quota <= 0 {
+			quota = defaultQuota
+		}
+		members = append(members, member{
+			id: mm.ID, name: mm.Name, endpoint: mm.ClientURLs[0], leader: status.Leader == mm.ID,
+			dbSize: status.DbSize, inUse: status.DbSizeInUse, quota: quota,
+		})
+	}
+	if len(members) == 0 {
+		return nil, errors.Join(append(errs, errors.New("no etcd member answered"))...)
+	}
+	sort.SliceStable(members, func(i, j int) bool { return !members[i].leader && members[j].leader })
+	return members, nil
+}
+
+// noSpaceAlarms returns the members' NOSPACE alarms.
+func (m *Maintainer) noSpaceAlarms(ctx context.Context) ([]*etcdserverpb.AlarmMember, error) {
+	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	defer cancel()
+	resp, err := m.client.AlarmList(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("listing etcd alarms: %w", err)
+	}
+	var alarms []*etcdserverpb.AlarmMember
+	for _, a := range resp.Alarms {
+		if a.Alarm == etcdserverpb.AlarmType_NOSPACE {
+			alarms = append(alarms, a)
+		}
+	}
+	return alarms, nil
+}
+
+// compact discards every revision older than the current one, so that
+// the keys deleted by expired leases free their pages now rather than after
+// the generic compactor's next two intervals. Watchers further behind get
+// 410 Gone and list again, as after any compaction.
+func (m *Maintainer) compact(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	defer cancel()
+	// A read, allowed under NOSPACE, for the current revision.
+	resp, err := m.client.Get(ctx, "compact_rev_key", clientv3.WithCountOnly())
+	if err != nil {
+		return fmt.Errorf("reading etcd's revision: %w", err)
+	}
+	_, err = m.client.Compact(ctx, resp.Header.Revision, clientv3.WithCompactPhysical())
+	if err != nil && !errors.Is(err, rpctypes.ErrCompacted) {
+		compactions.WithLabelValues(resultError).Inc()
+		return fmt.Errorf("compacting etcd to revision %d: %w", resp.Header.Revision, err)
+	}
+	compactions.WithLabelValues(resultSuccess).Inc()
+	klog.FromContext(ctx).Info("Compacted etcd", "revision", resp.Header.Revision)
+	return nil
+}
+
+// defragment defragments one member, through its own client URL.
+func (m *Maintainer) defragment(ctx context.Context, mem member) error {
+	ctx, cancel := context.WithTimeout(ctx, defragTimeout)
+	defer cancel()
+	start := time.Now()
+	if _, err := m.client.Defragment(ctx, mem.endpoint); err != nil {
+		defragmentations.WithLabelValues(resultError).Inc()
+		return fmt.Errorf("defragmenting etcd member %s (%s): %w", mem.name, mem.endpoint, err)
+	}
+	defragmentations.WithLabelValues(resultSuccess).Inc()
+	klog.FromContext(ctx).Info("Defragmented etcd member", "member", mem.name, "leader", mem.leader,
+		"dbSizeBefore", mem.dbSize, "dbSizeInUse", mem.inUse, "duration", time.Since(start))
+	return nil
+}

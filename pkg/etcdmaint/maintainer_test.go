@@ -1,0 +1,160 @@
+package etcdmaint
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/server/v3/embed"
+	"go.uber.org/zap"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/klog/v2/ktesting"
+)
+
+// quota is the test etcd's --quota-backend-bytes: small, so that a few
+// hundred kilobyte-sized values fill it.
+const quota = 8 << 20
+
+// highWater is the default high-water mark in bytes of quota.
+var highWater = func() int64 { q, h := float64(quota), DefaultHighWater; return int64(q * h) }()
+
+// value is one filler value, well below etcd's request size limit.
+var value = strings.Repeat("x", 256<<10)
+
+// TestSync drives a real etcd out of space or into fragmentation and checks
+// that rounds of Sync give it back a writable, small database.
+func TestSync(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		// fill brings etcd into the state the maintainer must repair.
+		fill func(t *testing.T, ctx context.Context, c *clientv3.Client)
+	}{
+		{
+			name: "out of space: TTLs free the keys, the maintainer compacts, defragments and disarms",
+			fill: func(t *testing.T, ctx context.Context, c *clientv3.Client) {
+				lease, err := c.Grant(ctx, 3)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for i := 0; ; i++ {
+					_, err := c.Put(ctx, fmt.Sprintf("/fill/%d", i), value, clientv3.WithLease(lease.ID))
+					if errors.Is(err, rpctypes.ErrNoSpace) {
+						return
+					}
+					if err != nil {
+						t.Fatalf("put %d: %v", i, err)
+					}
+				}
+			},
+		},
+		{
+			name: "fragmented near the quota: defragmented before the alarm",
+			fill: func(t *testing.T, ctx context.Context, c *clientv3.Client) {
+				var rev int64
+				for i := 0; i < int(highWater)/len(value)+4; i++ {
+					resp, err := c.Put(ctx, fmt.Sprintf("/fill/%d", i), value)
+					if err != nil {
+						t.Fatalf("put %d: %v", i, err)
+					}
+					rev = resp.Header.Revision
+				}
+				if _, err := c.Delete(ctx, "/fill/", clientv3.WithPrefix()); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := c.Compact(ctx, rev+1, clientv3.WithCompactPhysical()); err != nil {
+					t.Fatal(err)
+				}
+				// etcd counts the space in use when it commits a write.
+				if _, err := c.Put(ctx, "/commit", "x"); err != nil {
+					t.Fatal(err)
+				}
+			},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, ctx := ktesting.NewTestContext(t)
+			c := startEtcd(t)
+			tc.fill(t, ctx, c)
+			before := status(t, ctx, c)
+			if before.DbSize < highWater {
+				t.Fatalf("the fill left the database at %d bytes, below the high-water mark of %d", before.DbSize, highWater)
+			}
+
+			m := New(Config{Client: c})
+			err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+				if err := m.Sync(ctx); err != nil {
+					return false, err
+				}
+				alarms, err := c.AlarmList(ctx)
+				if err != nil {
+					return false, err
+				}
+				return len(alarms.Alarms) == 0 && status(t, ctx, c).DbSize < highWater, nil
+			})
+			if err != nil {
+				t.Fatalf("etcd not repaired: %v (status %+v)", err, status(t, ctx, c))
+			}
+			if _, err := c.Put(ctx, "/after", value); err != nil {
+				t.Errorf("write after the repair: %v", err)
+			}
+		})
+	}
+}
+
+func status(t *testing.T, ctx context.Context, c *clientv3.Client) *clientv3.StatusResponse {
+	t.Helper()
+	s, err := c.Status(ctx, c.Endpoints()[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// startEtcd runs a one-member etcd in this process with the small quota.
+func startEtcd(t *testing.T) *clientv3.Client {
+	t.Helper()
+	cfg := embed.NewConfig()
+	cfg.Dir = t.TempDir()
+	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.NewNop())
+	cfg.QuotaBackendBytes = quota
+	cfg.UnsafeNoFsync = true
+	client, peer := freeURL(t), freeURL(t)
+	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{client}, []url.URL{client}
+	cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{peer}, []url.URL{peer}
+	cfg.InitialCluster = cfg.InitialClusterFromName(cfg.Name)
+	cfg.ListenMetricsUrls = nil
+	e, err := embed.StartEtcd(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(e.Close)
+	select {
+	case <-e.Server.ReadyNotify():
+	case <-time.After(time.Minute):
+		t.Fatal("etcd not ready in 1m")
+	}
+	c, err := clientv3.New(clientv3.Config{Endpoints: []string{client.String()}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// freeURL is an http URL on a loopback port free at the time of the call.
+func freeURL(t *testing.T) url.URL {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return url.URL{Scheme: "http", Host: l.Addr().String()}
+}

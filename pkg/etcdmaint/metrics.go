@@ -1,0 +1,60 @@
+package etcdmaint
+
+import (
+	"sync"
+
+	"k8s.io/component-base/metrics"
+	"k8s.io/component-base/metrics/legacyregistry"
+)
+
+const metricsNamespace, metricsSubsystem = "events_apiserver", "etcd_maintenance"
+
+// Results, the label values of the counters.
+const (
+	resultSuccess = "success"
+	resultError   = "error"
+)
+
+var (
+	defragmentations = metrics.NewCounterVec(&metrics.CounterOpts{
+		Namespace: metricsNamespace, Subsystem: metricsSubsystem, Name: "defragmentations_total",
+		Help:           "etcd member defragmentations the server ran, by result (success or error).",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"result"})
+	compactions = metrics.NewCounterVec(&metrics.CounterOpts{
+		Namespace: metricsNamespace, Subsystem: metricsSubsystem, Name: "compactions_total",
+		Help:           "Compactions to the current revision the server ran while etcd was out of space, by result.",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"result"})
+	alarmsDisarmed = metrics.NewCounter(&metrics.CounterOpts{
+		Namespace: metricsNamespace, Subsystem: metricsSubsystem, Name: "nospace_alarms_disarmed_total",
+		Help:           "etcd NOSPACE alarms the server disarmed once the space was back.",
+		StabilityLevel: metrics.ALPHA,
+	})
+	dbSizeRatio = metrics.NewGauge(&metrics.GaugeOpts{
+		Namespace: metricsNamespace, Subsystem: metricsSubsystem, Name: "db_size_quota_ratio",
+		Help:           "The largest ratio of an etcd member's database file size to its quota, at the last maintenance round (etcd refuses writes at 1).",
+		StabilityLevel: metrics.ALPHA,
+	})
+
+	registerOnce sync.Once
+)
+
+// registerMetrics registers the metrics in the legacy registry, which the
+// server's /metrics serves. Safe to call more than once.
+func registerMetrics() {
+	registerOnce.Do(func() {
+		legacyregistry.MustRegister(defragmentations, compactions, alarmsDisarmed, dbSizeRatio)
+	})
+}
+
+// recordSizes sets the size gauge from a round's member statuses.
+func recordSizes(members []member) {
+	var largest float64
+	for _, mem := range members {
+		if ratio := float64(mem.dbSize) / float64(mem.quota); ratio > largest {
+			largest = ratio
+		}
+	}
+	dbSizeRatio.Set(largest)
+}

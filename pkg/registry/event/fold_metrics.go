@@ -1,0 +1,36 @@
+package event
+
+import (
+	"sync"
+
+	"k8s.io/component-base/metrics"
+	"k8s.io/component-base/metrics/legacyregistry"
+)
+
+var (
+	foldedTotal = metrics.NewCounterVec(&metrics.CounterOpts{
+		Namespace: "events_apiserver", Subsystem: "fold", Name: "folded_total",
+		Help:           "Event creates folded into the live event of their series instead of being stored, by API group of the request (core or events.k8s.io).",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"api"})
+	foldWritesTotal = metrics.NewCounterVec(&metrics.CounterOpts{
+		Namespace: "events_apiserver", Subsystem: "fold", Name: "writes_total",
+		Help:           "Writes of folded occurrences to etcd, by result: written, error (kept for the next flush) or given_up (dropped after repeated failures, and logged).",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"result"})
+	foldSeries = metrics.NewGauge(&metrics.GaugeOpts{
+		Namespace: "events_apiserver", Subsystem: "fold", Name: "series",
+		Help:           "Event series the folder tracks (bounded by its cacheSize).",
+		StabilityLevel: metrics.ALPHA,
+	})
+
+	registerFoldOnce sync.Once
+)
+
+// registerFoldMetrics registers the folder's metrics in the legacy registry,
+// which the server's /metrics serves. Safe to call more than once.
+func registerFoldMetrics() {
+	registerFoldOnce.Do(func() {
+		legacyregistry.MustRegister(foldedTotal, foldWritesTotal, foldSeries)
+	})
+}

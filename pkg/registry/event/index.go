@@ -1,0 +1,74 @@
+package event
+
+import (
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apiserver/pkg/storage"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/kube-events/events-apiserver/pkg/apis/core"
+	eventconversion "github.com/kube-events/events-apiserver/pkg/conversion"
+)
+
+// The watch cache indexes events by the fields users select on most, so
+// that a list by an exact value of one of them reads one index bucket
+// instead of every cached event, and so that a watch event reaches only the
+// watchers selecting its regarding name instead of every watcher.
+//
+// Labels are the canonical core/v1 ones; the other versions' labels
+// (regarding.name, ...) are converted to them before selection.
+const (
+	// IndexRegardingName is what an object's events are listed and watched
+	// by: kubectl describe, controllers following one object.
+	IndexRegardingName = eventconversion.PrefixInvolvedObject + "name"
+	// IndexRelatedName finds the events about a secondary object (the node a
+	// pod was scheduled to, the volume it mounts).
+	IndexRelatedName = eventconversion.PrefixRelated + "name"
+)
+
+// indexedFields are the fields with an index, in the order the watch cache
+// tries them when a selector names several.
+var indexedFields = []string{IndexRegardingName, IndexRelatedName}
+
+// Indexers are the watch cache's indexes, one per indexed field, named as
+// the cacher expects (storage.FieldIndex).
+func Indexers() *cache.Indexers {
+	return &cache.Indexers{
+		storage.FieldIndex(IndexRegardingName): indexBy(RegardingName),
+		storage.FieldIndex(IndexRelatedName):   indexBy(relatedName),
+	}
+}
+
+// TriggerFuncs pick the watchers a watch event goes to: only those whose
+// selector requires its regarding name (and those that do not select on it
+// at all). The cacher supports one trigger; regarding name is the one
+// per-object watchers use.
+func TriggerFuncs() storage.IndexerFuncs {
+	return storage.IndexerFuncs{IndexRegardingName: RegardingName}
+}
+
+// RegardingName is the name of the object an event is about: its
+// involvedObject.name, regarding.name in events.k8s.io.
+func RegardingName(obj runtime.Object) string {
+	return obj.(*core.Event).InvolvedObject.Name
+}
+
+// relatedName is the name of the event's related object, or "" without
+// one, as ToSelectableFields selects it.
+func relatedName(obj runtime.Object) string {
+	if related := obj.(*core.Event).Related; related != nil {
+		return related.Name
+	}
+	return ""
+}
+
+func indexBy(value func(runtime.Object) string) cache.IndexFunc {
+	return func(obj any) ([]string, error) {
+		event, ok := obj.(*core.Event)
+		if !ok {
+			return nil, fmt.Errorf("not an event: %T", obj)
+		}
+		return []string{value(event)}, nil
+	}
+}

@@ -1,0 +1,283 @@
+// Package bench measures events-apiserver side by side with kube-apiserver
+// (the anchor): both started from the envtest assets of
+// hack/envtest-assets.sh, each on a fresh etcd of the same binary, one
+// after the other in one run, loaded by unmodified client-go. It reports
+// creates per second per version and media type, lists by selector at the
+// full event count, resident memory there, and selective watchers (one
+// regarding name each): creates per second while they watch, events
+// delivered of those expected, delivery latency and watchers cut off.
+//
+// hack/bench.sh runs it in full (make bench); TestSmoke runs a short form
+// in CI.
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// Config sizes a run.
+type Config struct {
+	// Assets is the envtest assets directory (kube-apiserver, etcd).
+	Assets string
+	// ServerBinary is a built events-apiserver.
+	ServerBinary string
+	// WorkDir holds the servers' data; it must exist.
+	WorkDir string
+	// Writers is how many goroutines create concurrently.
+	Writers int
+	// CreatesPerMode is how many creates each version and media type is
+	// measured on.
+	CreatesPerMode int64
+	// Events is how many events the store holds when lists and memory are
+	// measured (the creates of the modes count towards it).
+	Events int64
+	// ListSamples is how many lists each selector is timed on.
+	ListSamples int
+	// Watchers are the numbers of selective watchers measured, 0 for the
+	// same create load without watchers.
+	Watchers []int
+	// AnchorMaxWatchers caps the watchers put on kube-apiserver, whose
+	// events have no watch cache: each watch is an etcd watch that decodes
+	// every event. Larger phases are reported as not run.
+	AnchorMaxWatchers int
+	// WatchDuration is how long events are created in a watcher phase.
+	WatchDuration time.Duration
+	// DeliveryTimeout is how long, after the creates, events may take to
+	// reach their watchers before they count as missing.
+	DeliveryTimeout time.Duration
+	// ProfileDir, when set, receives events-apiserver's heap profile at the
+	// full event count and a 10 s CPU profile taken during the fill.
+	ProfileDir string
+	// SkipAnchor measures events-apiserver alone (for profiling it); the
+	// table then has no ratios.
+	SkipAnchor bool
+	// Log receives progress lines; nil discards them.
+	Log io.Writer
+}
+
+// Full is the configuration of `make bench`.
+func Full() Config {
+	return Config{
+		Writers:           32,
+		CreatesPerMode:    10000,
+		Events:            100000,
+		ListSamples:       20,
+		Watchers:          []int{0, 100, 1000, 10000},
+		AnchorMaxWatchers: 1000,
+		WatchDuration:     15 * time.Second,
+		DeliveryTimeout:   30 * time.Second,
+	}
+}
+
+// Result is what one server measured.
+type Result struct {
+	Server   string
+	Creates  map[string]createResult // by mode name
+	Events   int64                   // events in the store at the lists
+	Lists    map[string]listResult   // by selector row
+	RSSBytes float64
+	Watches  map[int]*watchResult // by watcher count; nil when not run
+}
+
+// listRows are the lists measured: a label, events.k8s.io or core/v1, a
+// selector selecting about Events/pods (or /nodes) events.
+var listRows = []struct {
+	name     string
+	events   bool
+	selector string
+}{
+	{"core/v1 involvedObject.name", false, "involvedObject.name=pod-17"},
+	{"events.k8s.io/v1 regarding.name", true, "regarding.name=pod-17"},
+	{"events.k8s.io/v1 related.name", true, "related.name=node-17"},
+}
+
+// Run measures kube-apiserver, then events-apiserver, and returns both.
+func Run(ctx context.Context, cfg Config) ([]*Result, error) {
+	var results []*Result
+	starts := []func() (*target, error){
+		func() (*target, error) { return startKubeAPIServer(cfg.Assets) },
+		func() (*target, error) {
+			dir := filepath.Join(cfg.WorkDir, "events-apiserver")
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				return nil, err
+			}
+			return startEventsAPIServer(ctx, cfg.Assets, cfg.ServerBinary, dir)
+		},
+	}
+	if cfg.SkipAnchor {
+		starts = starts[1:]
+	}
+	for _, start := range starts {
+		t, err := start()
+		if err != nil {
+			return results, err
+		}
+		r, err := measure(ctx, cfg, t)
+		err = errors.Join(err, t.stop())
+		if r != nil {
+			results = append(results, r)
+		}
+		if err != nil {
+			return results, fmt.Errorf("%s: %w", t.name, err)
+		}
+	}
+	return results, nil
+}
+
+func (cfg Config) logf(format string, args ...any) {
+	if cfg.Log != nil {
+		fmt.Fprintf(cfg.Log, "%s "+format+"\n", append([]any{time.Now().Format("15:04:05")}, args...)...)
+	}
+}
+
+// measure runs every phase against one server.
+func measure(ctx context.Context, cfg Config, t *target) (*Result, error) {
+	r := &Result{Server: t.name, Creates: map[string]createResult{}, Lists: map[string]listResult{}, Watches: map[int]*watchResult{}}
+	admin, err := clientset(t.config, "application/json")
+	if err != nil {
+		return nil, err
+	}
+	if err := ensureNamespace(ctx, admin); err != nil {
+		return nil, err
+	}
+	g := &generator{}
+
+	for _, m := range modes {
+		res, err := createsIn(ctx, t.config, g, m, cfg.Writers, cfg.CreatesPerMode)
+		if err != nil {
+			return r, err
+		}
+		if res.failed > 0 {
+			return r, fmt.Errorf("%s: %d creates failed, first: %w", m.name, res.failed, res.firstErr)
+		}
+		r.Creates[m.name] = res
+		cfg.logf("%s: %s: %.0f creates/s", t.name, m.name, res.perSecond())
+	}
+
+	if fill := cfg.Events - g.next.Load(); fill > 0 {
+		cfg.logf("%s: filling to %d events", t.name, cfg.Events)
+		profiled := make(chan error, 1)
+		if cfg.ProfileDir != "" && t.name == "events-apiserver" {
+			go func() {
+				profiled <- saveProfile(ctx, t.config, "/debug/pprof/profile", "seconds=10", filepath.Join(cfg.ProfileDir, "cpu.pprof"))
+			}()
+		} else {
+			profiled <- nil
+		}
+		res, err := createsIn(ctx, t.config, g, modes[0], cfg.Writers, fill)
+		if perr := <-profiled; perr != nil {
+			return r, fmt.Errorf("CPU profile: %w", perr)
+		}
+		if err != nil {
+			return r, err
+		}
+		if res.failed > 0 {
+			return r, fmt.Errorf("filling: %d creates failed, first: %w", res.failed, res.firstErr)
+		}
+	}
+	r.Events = g.next.Load()
+
+	for _, row := range listRows {
+		res, err := listBy(ctx, t.config, row.events, row.selector, cfg.ListSamples)
+		if err != nil {
+			return r, err
+		}
+		r.Lists[row.name] = res
+		cfg.logf("%s: list %s: %v, %d items", t.name, row.selector, res.median, res.items)
+	}
+	if r.RSSBytes, err = rss(ctx, t.config); err != nil {
+		return r, err
+	}
+	cfg.logf("%s: RSS %.0f MiB at %d events", t.name, r.RSSBytes/(1<<20), r.Events)
+	if cfg.ProfileDir != "" && t.name == "events-apiserver" {
+		if err := saveProfile(ctx, t.config, "/debug/pprof/heap", "gc=1", filepath.Join(cfg.ProfileDir, "heap.pprof")); err != nil {
+			return r, fmt.Errorf("heap profile: %w", err)
+		}
+	}
+
+	for _, watchers := range cfg.Watchers {
+		if t.name == "kube-apiserver" && watchers > cfg.AnchorMaxWatchers {
+			r.Watches[watchers] = nil
+			continue
+		}
+		res, err := selectiveWatchers(ctx, t.config, g, watchers, cfg.Writers, cfg.WatchDuration, cfg.DeliveryTimeout, fmt.Sprintf("watch%d", watchers))
+		if err != nil {
+			return r, err
+		}
+		r.Watches[watchers] = &res
+		cfg.logf("%s: %d watchers: %.0f creates/s, %d of %d delivered, p50 %v p99 %v, %d cut off, %d failed to open",
+			t.name, watchers, res.creates.perSecond(), res.received, res.expected, res.p50, res.p99, res.cutOff, res.openFailed)
+	}
+	return r, nil
+}
+
+// WriteTable prints the results side by side, with the ratio of the
+// second server (ours) to the first (the anchor), as a Markdown table.
+func WriteTable(w io.Writer, cfg Config, results []*Result) error {
+	if len(results) == 1 {
+		// Without the anchor: an empty column stands for it.
+		results = append([]*Result{{Server: "(not run)", Creates: map[string]createResult{}, Lists: map[string]listResult{},
+			Watches: map[int]*watchResult{}}}, results...)
+	}
+	if len(results) != 2 {
+		return fmt.Errorf("want 2 results, have %d", len(results))
+	}
+	anchor, ours := results[0], results[1]
+	tw := tabwriter.NewWriter(w, 0, 0, 1, ' ', tabwriter.Debug)
+	row := func(cells ...string) { fmt.Fprintln(tw, "| "+strings.Join(cells, "\t ")+"\t") }
+	row("", anchor.Server, ours.Server, "ratio")
+	row("---", "---", "---", "---")
+	higher := func(a, b float64) string {
+		if a == 0 {
+			return "-"
+		}
+		return fmt.Sprintf("%.2f×", b/a)
+	}
+	for _, m := range modes {
+		a, b := anchor.Creates[m.name], ours.Creates[m.name]
+		row("creates/s, "+m.name, fmt.Sprintf("%.0f", a.perSecond()), fmt.Sprintf("%.0f", b.perSecond()), higher(a.perSecond(), b.perSecond()))
+	}
+	for _, l := range listRows {
+		a, b := anchor.Lists[l.name], ours.Lists[l.name]
+		row(fmt.Sprintf("list %s (%d of %d events)", l.selector, b.items, ours.Events),
+			fmt.Sprintf("%s (%d)", ms(a.median), a.items), fmt.Sprintf("%s (%d)", ms(b.median), b.items),
+			higher(b.median.Seconds(), a.median.Seconds()))
+	}
+	row(fmt.Sprintf("RSS after %d events", ours.Events), fmt.Sprintf("%.0f MiB", anchor.RSSBytes/(1<<20)),
+		fmt.Sprintf("%.0f MiB", ours.RSSBytes/(1<<20)), higher(ours.RSSBytes, anchor.RSSBytes))
+	for _, n := range cfg.Watchers {
+		a, b := anchor.Watches[n], ours.Watches[n]
+		cell := func(r *watchResult) string {
+			if r == nil {
+				return "not run"
+			}
+			if n == 0 {
+				return fmt.Sprintf("%.0f/s", r.creates.perSecond())
+			}
+			return fmt.Sprintf("%.0f/s, %d of %d, p50 %s p99 %s, %d cut off", r.creates.perSecond(), r.received, r.expected,
+				ms(r.p50), ms(r.p99), r.cutOff+r.openFailed)
+		}
+		ratio := "-"
+		if a != nil && b != nil {
+			ratio = higher(a.creates.perSecond(), b.creates.perSecond())
+		}
+		label := fmt.Sprintf("%d selective watchers: creates/s, delivered, latency, cut off", n)
+		if n == 0 {
+			label = "no watchers: creates/s (same load)"
+		}
+		row(label, cell(a), cell(b), ratio)
+	}
+	return tw.Flush()
+}
+
+func ms(d time.Duration) string {
+	return fmt.Sprintf("%.1f ms", float64(d.Microseconds())/1000)
+}

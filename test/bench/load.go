@@ -1,0 +1,367 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+)
+
+// namespace is where every benchmark event lives.
+const namespace = "bench"
+
+// Spread of the events: event i is about pod-(i mod pods) on node-(i mod
+// nodes), so that a list by one regarding or related name finds
+// events/pods of them.
+const (
+	pods  = 1000
+	nodes = 997
+)
+
+// mode is an API version and a media type the creates are measured in.
+type mode struct {
+	name      string
+	mediaType string
+	events    bool // events.k8s.io/v1, else core/v1
+}
+
+var modes = []mode{
+	{"core/v1 protobuf", runtime.ContentTypeProtobuf, false},
+	{"core/v1 JSON", runtime.ContentTypeJSON, false},
+	{"events.k8s.io/v1 protobuf", runtime.ContentTypeProtobuf, true},
+	{"events.k8s.io/v1 JSON", runtime.ContentTypeJSON, true},
+}
+
+func withCodecs(base *rest.Config) *rest.Config {
+	cfg := rest.CopyConfig(base)
+	cfg.NegotiatedSerializer = scheme.Codecs.WithoutConversion()
+	return cfg
+}
+
+// clientset is an unmodified client-go clientset in one media type, on a
+// connection of its own (a Dial function keeps client-go from sharing
+// transports), without client-side throttling.
+func clientset(base *rest.Config, mediaType string) (*kubernetes.Clientset, error) {
+	cfg := rest.CopyConfig(base)
+	cfg.QPS, cfg.Burst = -1, -1
+	cfg.ContentType, cfg.AcceptContentTypes = mediaType, mediaType
+	cfg.Timeout = time.Minute
+	dialer := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
+	cfg.Dial = dialer.DialContext
+	return kubernetes.NewForConfig(cfg)
+}
+
+// generator names and shapes the events of a run: as client-go's
+// recorders write them, a warning about a pod's container on a node.
+type generator struct {
+	next atomic.Int64
+}
+
+// coreEvent returns the next core/v1 event; regarding overrides its pod.
+func (g *generator) coreEvent(regarding string) *corev1.Event {
+	i := g.next.Add(1)
+	pod, node := fmt.Sprintf("pod-%d", i%pods), fmt.Sprintf("node-%d", i%nodes)
+	if regarding != "" {
+		pod = regarding
+	}
+	at := metav1.Now()
+	return &corev1.Event{
+		ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s.%x", pod, i), Namespace: namespace},
+		InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: namespace, Name: pod,
+			UID: types.UID(fmt.Sprintf("00000000-0000-0000-0000-%012d", i%pods)), APIVersion: "v1",
+			ResourceVersion: "123456", FieldPath: "spec.containers{app}"},
+		Related:        &corev1.ObjectReference{Kind: "Node", Name: node},
+		Reason:         "BackOff",
+		Message:        "Back-off restarting failed container app in pod " + pod + "_" + namespace,
+		Source:         corev1.EventSource{Component: "kubelet", Host: node},
+		FirstTimestamp: at, LastTimestamp: at, Count: 1,
+		Type:                corev1.EventTypeWarning,
+		ReportingController: "kubelet", ReportingInstance: node,
+	}
+}
+
+// eventsEvent returns the next events.k8s.io/v1 event.
+func (g *generator) eventsEvent() *eventsv1.Event {
+	c := g.coreEvent("")
+	return &eventsv1.Event{
+		ObjectMeta: c.ObjectMeta, Regarding: c.InvolvedObject, Related: c.Related,
+		Note: c.Message, Reason: c.Reason, Type: c.Type, Action: "Restarting",
+		EventTime:           metav1.NowMicro(),
+		ReportingController: c.ReportingController, ReportingInstance: c.ReportingInstance,
+	}
+}
+
+// ensureNamespace creates the namespace on servers that have namespaces
+// (kube-apiserver refuses events in a namespace that does not exist).
+func ensureNamespace(ctx context.Context, c kubernetes.Interface) error {
+	_, err := c.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}, metav1.CreateOptions{})
+	if err == nil || apierrors.IsAlreadyExists(err) || apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}
+
+// createResult is how a batch of creates went.
+type createResult struct {
+	created, failed int64
+	elapsed         time.Duration
+	firstErr        error
+}
+
+func (r createResult) perSecond() float64 {
+	if r.elapsed <= 0 {
+		return 0
+	}
+	return float64(r.created) / r.elapsed.Seconds()
+}
+
+// createLoad runs writers goroutines calling create until count creates
+// were sent (count > 0) or until the duration ends.
+func createLoad(ctx context.Context, writers int, count int64, duration time.Duration, create func(ctx context.Context) error) createResult {
+	var sent, created, failed atomic.Int64
+	var errOnce sync.Once
+	var firstErr error
+	deadline := time.Now().Add(duration)
+	start := time.Now()
+	var wg sync.WaitGroup
+	for range writers {
+		wg.Go(func() {
+			for ctx.Err() == nil {
+				if count > 0 && sent.Add(1) > count {
+					return
+				}
+				if count <= 0 && time.Now().After(deadline) {
+					return
+				}
+				if err := create(ctx); err != nil {
+					failed.Add(1)
+					errOnce.Do(func() { firstErr = err })
+					continue
+				}
+				created.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	return createResult{created: created.Load(), failed: failed.Load(), elapsed: time.Since(start), firstErr: firstErr}
+}
+
+// createsIn measures creates in one mode.
+func createsIn(ctx context.Context, cfg *rest.Config, g *generator, m mode, writers int, count int64) (createResult, error) {
+	c, err := clientset(cfg, m.mediaType)
+	if err != nil {
+		return createResult{}, err
+	}
+	return createLoad(ctx, writers, count, 0, func(ctx context.Context) error {
+		if m.events {
+			_, err := c.EventsV1().Events(namespace).Create(ctx, g.eventsEvent(), metav1.CreateOptions{})
+			return err
+		}
+		_, err := c.CoreV1().Events(namespace).Create(ctx, g.coreEvent(""), metav1.CreateOptions{})
+		return err
+	}), nil
+}
+
+// listResult is the median duration of a list by one selector, and how
+// many events it returned.
+type listResult struct {
+	median time.Duration
+	items  int
+}
+
+// listBy lists samples times (after one warm-up) with a field selector,
+// through core/v1 or events.k8s.io/v1 in protobuf.
+func listBy(ctx context.Context, cfg *rest.Config, events bool, selector string, samples int) (listResult, error) {
+	c, err := clientset(cfg, runtime.ContentTypeProtobuf)
+	if err != nil {
+		return listResult{}, err
+	}
+	opts := metav1.ListOptions{FieldSelector: selector}
+	list := func() (int, error) {
+		if events {
+			l, err := c.EventsV1().Events(namespace).List(ctx, opts)
+			if err != nil {
+				return 0, err
+			}
+			return len(l.Items), nil
+		}
+		l, err := c.CoreV1().Events(namespace).List(ctx, opts)
+		if err != nil {
+			return 0, err
+		}
+		return len(l.Items), nil
+	}
+	if _, err := list(); err != nil {
+		return listResult{}, fmt.Errorf("list %s: %w", selector, err)
+	}
+	var durations []time.Duration
+	items := 0
+	for range samples {
+		start := time.Now()
+		n, err := list()
+		if err != nil {
+			return listResult{}, fmt.Errorf("list %s: %w", selector, err)
+		}
+		durations = append(durations, time.Since(start))
+		items = n
+	}
+	slices.Sort(durations)
+	return listResult{median: durations[len(durations)/2], items: items}, nil
+}
+
+// watchResult is how selective watchers fared under a create load.
+type watchResult struct {
+	watchers           int
+	creates            createResult
+	expected, received int64
+	p50, p99           time.Duration
+	cutOff             int64
+	openFailed         int64
+}
+
+// watchersPerConnection keeps each connection well under HTTP/2's
+// concurrent stream limit (kube-apiserver's and Go's defaults).
+const watchersPerConnection = 100
+
+// selectiveWatchers opens watchers core/v1 watches, each selecting one
+// regarding name of its own (involvedObject.name), then creates events
+// about those names, round-robin, for duration with writers goroutines,
+// and waits up to deliveryTimeout for every event to reach its watcher.
+// With no watchers it measures the same create load alone.
+func selectiveWatchers(ctx context.Context, cfg *rest.Config, g *generator, watchers, writers int, duration, deliveryTimeout time.Duration, phase string) (watchResult, error) {
+	res := watchResult{watchers: watchers}
+	names := make([]string, watchers)
+	for i := range names {
+		names[i] = fmt.Sprintf("%s-w%d", phase, i)
+	}
+
+	var sentAt sync.Map // event name -> time.Time the create was sent
+	var received, cutOff atomic.Int64
+	var latMu sync.Mutex
+	var latencies []time.Duration
+	watchCtx, stopWatches := context.WithCancel(ctx)
+	defer stopWatches()
+
+	// Open the watches, boundedly in parallel, each connection serving
+	// watchersPerConnection of them.
+	var clients []*kubernetes.Clientset
+	for i := 0; i < watchers; i += watchersPerConnection {
+		c, err := clientset(cfg, runtime.ContentTypeProtobuf)
+		if err != nil {
+			return res, err
+		}
+		clients = append(clients, c)
+	}
+	var opened sync.WaitGroup
+	var readers sync.WaitGroup
+	var openFailed atomic.Int64
+	sem := make(chan struct{}, 64)
+	for i, name := range names {
+		opened.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem }()
+			c := clients[i/watchersPerConnection]
+			w, err := c.CoreV1().Events(namespace).Watch(watchCtx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + name})
+			opened.Done()
+			if err != nil {
+				openFailed.Add(1)
+				return
+			}
+			readers.Go(func() {
+				defer w.Stop()
+				for {
+					select {
+					case <-watchCtx.Done():
+						return
+					case e, ok := <-w.ResultChan():
+						if !ok {
+							if watchCtx.Err() == nil {
+								cutOff.Add(1)
+							}
+							return
+						}
+						if e.Type == watch.Error {
+							if watchCtx.Err() == nil {
+								cutOff.Add(1)
+							}
+							return
+						}
+						if e.Type != watch.Added {
+							continue
+						}
+						now := time.Now()
+						ev, ok := e.Object.(*corev1.Event)
+						if !ok || ev.InvolvedObject.Name != name {
+							continue
+						}
+						if at, ok := sentAt.Load(ev.Name); ok {
+							received.Add(1)
+							latMu.Lock()
+							latencies = append(latencies, now.Sub(at.(time.Time)))
+							latMu.Unlock()
+						}
+					}
+				}
+			})
+		}()
+	}
+	opened.Wait()
+	res.openFailed = openFailed.Load()
+
+	c, err := clientset(cfg, runtime.ContentTypeProtobuf)
+	if err != nil {
+		return res, err
+	}
+	var k atomic.Int64
+	res.creates = createLoad(ctx, writers, 0, duration, func(ctx context.Context) error {
+		regarding := ""
+		if watchers > 0 {
+			regarding = names[k.Add(1)%int64(watchers)]
+		}
+		e := g.coreEvent(regarding)
+		if watchers > 0 {
+			sentAt.Store(e.Name, time.Now())
+		}
+		_, err := c.CoreV1().Events(namespace).Create(ctx, e, metav1.CreateOptions{})
+		if err != nil && watchers > 0 {
+			sentAt.Delete(e.Name)
+		}
+		return err
+	})
+	if watchers > 0 {
+		res.expected = res.creates.created
+	}
+
+	// Delivery is checked on a short tick (the latencies themselves are
+	// measured by the watchers); what has not arrived by the timeout is
+	// reported as missing.
+	_ = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, deliveryTimeout, true, func(context.Context) (bool, error) {
+		return received.Load() >= res.expected, nil
+	})
+	stopWatches()
+	readers.Wait()
+	res.received, res.cutOff = received.Load(), cutOff.Load()
+	latMu.Lock()
+	slices.Sort(latencies)
+	if n := len(latencies); n > 0 {
+		res.p50, res.p99 = latencies[n/2], latencies[min(n-1, n*99/100)]
+	}
+	latMu.Unlock()
+	return res, nil
+}

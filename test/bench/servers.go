@@ -1,0 +1,154 @@
+package bench
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/kube-events/events-apiserver/test/integration/framework"
+)
+
+// target is a server under load: kube-apiserver (the anchor) or ours.
+type target struct {
+	name   string
+	config *rest.Config
+	stop   func() error
+}
+
+// startKubeAPIServer starts the assets' kube-apiserver on a fresh etcd
+// of the same assets through envtest, with its shipped defaults (no watch
+// cache for events).
+func startKubeAPIServer(assets string) (*target, error) {
+	env := &envtest.Environment{BinaryAssetsDirectory: assets}
+	cfg, err := env.Start()
+	if err != nil {
+		return nil, fmt.Errorf("starting kube-apiserver: %w", err)
+	}
+	return &target{name: "kube-apiserver", config: cfg, stop: env.Stop}, nil
+}
+
+// startEventsAPIServer starts the server binary as its own process (so
+// that its memory is its own) in standalone mode on a fresh etcd of the
+// assets, and waits until it has written its admin kubeconfig.
+func startEventsAPIServer(ctx context.Context, assets, binary, dir string) (*target, error) {
+	etcd, err := framework.RunEtcd(filepath.Join(assets, "etcd"), filepath.Join(dir, "etcd"))
+	if err != nil {
+		return nil, fmt.Errorf("starting etcd: %w", err)
+	}
+	port, err := freePort()
+	if err != nil {
+		return nil, errors.Join(err, etcd.Stop())
+	}
+	dataDir := filepath.Join(dir, "events-apiserver")
+	var output bytes.Buffer
+	cmd := exec.Command(binary,
+		"--standalone",
+		"--data-dir="+dataDir,
+		"--secure-port="+strconv.Itoa(port),
+		"--etcd-servers="+etcd.Endpoints[0],
+	)
+	cmd.Stdout, cmd.Stderr = &output, &output
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		return nil, errors.Join(err, etcd.Stop())
+	}
+	exited := make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		close(exited)
+	}()
+	stop := func() error {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(time.Minute):
+			_ = cmd.Process.Kill()
+			<-exited
+		}
+		return etcd.Stop()
+	}
+
+	kubeconfig := filepath.Join(dataDir, "kubeconfig")
+	var cfg *rest.Config
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(context.Context) (bool, error) {
+		select {
+		case <-exited:
+			return false, fmt.Errorf("events-apiserver exited: %s", output.String())
+		default:
+		}
+		if _, err := os.Stat(kubeconfig); err != nil {
+			return false, nil
+		}
+		cfg, err = clientcmd.BuildConfigFromFlags("", kubeconfig)
+		return err == nil, err
+	})
+	if err != nil {
+		return nil, errors.Join(err, stop())
+	}
+	return &target{name: "events-apiserver", config: cfg, stop: stop}, nil
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// rss reads the server's resident memory from its /metrics
+// (process_resident_memory_bytes), the same way for both servers.
+func rss(ctx context.Context, cfg *rest.Config) (float64, error) {
+	c, err := rest.UnversionedRESTClientFor(withCodecs(cfg))
+	if err != nil {
+		return 0, err
+	}
+	body, err := c.Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		return 0, err
+	}
+	scanner := bufio.NewScanner(bytes.NewReader(body))
+	scanner.Buffer(make([]byte, 1<<20), 1<<20)
+	for scanner.Scan() {
+		value, ok := strings.CutPrefix(scanner.Text(), "process_resident_memory_bytes ")
+		if ok {
+			return strconv.ParseFloat(strings.TrimSpace(value), 64)
+		}
+	}
+	return 0, errors.New("no process_resident_memory_bytes in /metrics")
+}
+
+// saveProfile writes the server's pprof profile at path (with query) to file.
+func saveProfile(ctx context.Context, cfg *rest.Config, path, query, file string) error {
+	c, err := rest.UnversionedRESTClientFor(withCodecs(cfg))
+	if err != nil {
+		return err
+	}
+	req := c.Get().AbsPath(path)
+	for _, kv := range strings.Split(query, "&") {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			req = req.Param(k, v)
+		}
+	}
+	body, err := req.Timeout(2 * time.Minute).DoRaw(ctx)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(file, body, 0o644)
+}

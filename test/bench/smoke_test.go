@@ -1,0 +1,87 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kube-events/events-apiserver/test/integration/framework"
+)
+
+// TestSmoke runs the benchmark in a short form, as CI does (budget: two
+// minutes on two cores, the server's build included), so that it keeps
+// working: both servers start, every phase runs without a failed request,
+// the table has every row, and every event reaches its selective watcher
+// on our server with no watcher cut off. Its numbers mean nothing; the full
+// run is hack/bench.sh.
+func TestSmoke(t *testing.T) {
+	assets := filepath.Dir(framework.EnvtestAsset(t, "kube-apiserver"))
+	dir := t.TempDir()
+	binary := filepath.Join(dir, "events-apiserver")
+	build := exec.Command("go", "build", "-o", binary, "github.com/kube-events/events-apiserver/cmd/events-apiserver")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building events-apiserver: %v\n%s", err, out)
+	}
+
+	cfg := Config{
+		Assets:            assets,
+		ServerBinary:      binary,
+		WorkDir:           dir,
+		Writers:           4,
+		CreatesPerMode:    40,
+		Events:            300,
+		ListSamples:       3,
+		Watchers:          []int{0, 20},
+		AnchorMaxWatchers: 20,
+		WatchDuration:     2 * time.Second,
+		DeliveryTimeout:   30 * time.Second,
+		Log:               testWriter{t},
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	results, err := Run(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var table bytes.Buffer
+	if err := WriteTable(&table, cfg, results); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("\n%s", table.String())
+
+	for _, r := range results {
+		for _, m := range modes {
+			if c := r.Creates[m.name]; c.created != cfg.CreatesPerMode {
+				t.Errorf("%s: %s: %d creates, want %d", r.Server, m.name, c.created, cfg.CreatesPerMode)
+			}
+		}
+		for _, l := range listRows {
+			if got := r.Lists[l.name].items; got == 0 {
+				t.Errorf("%s: list %s found nothing", r.Server, l.selector)
+			}
+		}
+		if r.RSSBytes <= 0 {
+			t.Errorf("%s: no RSS", r.Server)
+		}
+	}
+	ours := results[1].Watches[20]
+	if ours == nil || ours.expected == 0 || ours.received != ours.expected || ours.cutOff+ours.openFailed != 0 {
+		t.Errorf("events-apiserver, 20 watchers: %+v, want every expected event delivered and none cut off", ours)
+	}
+	for _, want := range []string{"creates/s, events.k8s.io/v1 JSON", "list related.name=node-17", "RSS after", "20 selective watchers"} {
+		if !strings.Contains(table.String(), want) {
+			t.Errorf("table has no row %q", want)
+		}
+	}
+}
+
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}

@@ -1,0 +1,79 @@
+package faults
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
+)
+
+// Settings of the NOSPACE fault: a small etcd quota, filled by events
+// carrying 200 KiB of annotations, which expire after noSpaceTTL; the
+// server's etcd maintenance looks every two seconds.
+const (
+	noSpaceQuota   = "--quota-backend-bytes=16777216"
+	noSpaceTTL     = 20 * time.Second
+	noSpacePadding = 200 << 10
+)
+
+// noSpace fills etcd to its quota until it raises NOSPACE. The steady
+// load's creates are then refused; the filler events expire with their
+// TTL, and the server's own housekeeping (pkg/etcdmaint) compacts,
+// defragments and disarms the alarm. Everything acknowledged up to the
+// alarm is verified while etcd is out of space (it has expired by the
+// time etcd takes writes again); what is acknowledged afterwards at the
+// end, as in every fault.
+func noSpace() faultCase {
+	return faultCase{
+		name: "4. etcd NOSPACE (16 MiB quota)",
+		note: "healed by the server's compaction, defragmentation and alarm disarm",
+		start: func(t *testing.T) *env {
+			etcd := startEtcd(t, 1, noSpaceQuota)
+			return &env{
+				etcd: etcd,
+				server: startServer(t, "--etcd-servers="+etcd.endpoints(),
+					"--event-ttl="+noSpaceTTL.String(),
+					"--etcd-maintenance-interval=2s"),
+				namespace: namespaceFor(t),
+			}
+		},
+		inject: func(t *testing.T, e *env, l *load) (time.Time, map[string]written) {
+			filler := startLoad(t, e.server.config, e.namespace+"-filler", []reporterSpec{{
+				version: eventsV1, padding: noSpacePadding,
+				until: func(err error) bool { return strings.Contains(err.Error(), "database space exceeded") },
+			}})
+			filler.done.Wait()
+			end := time.Now()
+			alarms, err := e.etcd.client.AlarmList(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(alarms.Alarms) == 0 {
+				t.Fatalf("etcd refused a write for lack of space but raised no alarm")
+			}
+			// The steady load is refused too.
+			errorsBefore := l.errorCount()
+			err = wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+				return l.errorCount() >= errorsBefore+6, nil
+			})
+			if err != nil {
+				t.Fatalf("the steady load's creates were not refused under NOSPACE")
+			}
+			verified, _, _, _ := l.snapshot()
+			fillerAcked, fillerErrs, _, _ := filler.snapshot()
+			for _, lost := range [][]string{
+				verify(t, e.server.config, e.namespace, verified),
+				verify(t, e.server.config, e.namespace+"-filler", fillerAcked),
+			} {
+				if len(lost) > 0 {
+					t.Errorf("under NOSPACE, %d acknowledged creates are not readable:\n%s", len(lost), strings.Join(first(lost, 20), "\n"))
+				}
+			}
+			t.Logf("NOSPACE after %d filler events of %d KiB (filler errors: %s); %d steady creates acknowledged before, all readable",
+				len(fillerAcked), noSpacePadding>>10, formatCodes(fillerErrs), len(verified))
+			return end, verified
+		},
+	}
+}
