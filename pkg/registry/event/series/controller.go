@@ -149,7 +149,7 @@ func (c *StateController) processNext(ctx context.Context, queue workqueue.Typed
 	}
 	defer queue.Done(key)
 	if err := c.sync(ctx, key); err != nil && ctx.Err() == nil {
-		klog.FromContext(ctx).V(2).Info("Setting the state of an event series failed; retrying", "event", key, "err", err)
+		klog.FromContext(ctx).Error(err, "Setting the state of an event series failed; retrying", "event", key)
 		queue.AddRateLimited(key)
 		return true
 	}

@@ -1,0 +1,83 @@
+// Package offload runs offload mode: envtest's kube-apiserver keeps its
+// events in the events etcd (--etcd-servers-overrides=/events#...) that our
+// server (aggregated for events.k8s.io/v1beta1) stores events in, and checks
+// that both serve the same events, that every series gets its state,
+// whoever wrote it, and that the cluster's main etcd holds no event.
+//
+// Run with the envtest assets of hack/envtest-assets.sh:
+//
+//	KUBEBUILDER_ASSETS="$(hack/envtest-assets.sh)" go test ./test/integration/offload/
+package offload
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/kube-events/events-apiserver/test/integration/framework"
+)
+
+// Series thresholds of the test server: short, so that a series finishes
+// and is abandoned within seconds.
+const (
+	admissionYAML = `apiVersion: apiserver.config.k8s.io/v1
+kind: AdmissionConfiguration
+plugins:
+- name: EventSeries
+  configuration:
+    apiVersion: eventseries.admission.events.k8s.io/v1alpha1
+    kind: EventSeriesConfiguration
+    finishAfter: 4s
+    heartbeatInterval: 6s
+    heartbeatSlack: 2s
+    sweepInterval: 500ms
+`
+)
+
+const timeout = 60 * time.Second
+
+var cluster *framework.AggregatedCluster
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	dir, err := os.MkdirTemp("", "events-offload-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	config := filepath.Join(dir, "admission.yaml")
+	if err := os.WriteFile(config, []byte(admissionYAML), 0o600); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	cluster, err = framework.StartAggregatedCluster(framework.AggregatedClusterOptions{
+		Offload:          true,
+		ExtraServerFlags: []string{"--mirror=false", "--admission-control-config-file=" + config},
+	})
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "starting the offload cluster: %v\n", err)
+		return 1
+	}
+	code := m.Run()
+	if err := cluster.Stop(); err != nil {
+		fmt.Fprintf(os.Stderr, "stopping the offload cluster: %v\n", err)
+		if code == 0 {
+			code = 1
+		}
+	}
+	return code
+}
+
+func testContext(t *testing.T) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), timeout)
+	t.Cleanup(cancel)
+	return ctx
+}
