@@ -33,6 +33,15 @@ test: ## Run every check and test: codegen, gofmt, vet, unit and integration tes
 test-unit: ## Run the unit tests only, with -race (builds the etcd binary pkg/mirror's store tests need on first use).
 	hack/test-unit.sh
 
+.PHONY: test-faults
+test-faults: ## Run the fault suite (etcd and server killed, paused, out of space; 1,000 watchers) and print its table.
+	assets="$$(hack/envtest-assets.sh)" && KUBEBUILDER_ASSETS="$$assets" PATH="$$assets:$$PATH" $(GO) test -count=1 -timeout 15m -v ./test/faults
+
+FUZZ_TIME ?= 1m
+.PHONY: fuzz
+fuzz: ## Fuzz request decoding and field selectors, FUZZ_TIME (1m) per target; new crashers land in pkg/apiserver/testdata/fuzz.
+	for target in FuzzDecodeJSON FuzzDecodeProtobuf FuzzFieldSelector; do $(GO) test -run '^$$' -fuzz "^$$target\$$" -fuzztime $(FUZZ_TIME) ./pkg/apiserver || exit 1; done
+
 .PHONY: test-integration
 test-integration: ## Run the integration tests (builds envtest assets on first use).
 	assets="$$(hack/envtest-assets.sh)" && KUBEBUILDER_ASSETS="$$assets" PATH="$$assets:$$PATH" $(GO) test -count=1 ./test/integration/...
@@ -49,10 +58,6 @@ verify: ## Every static check and the unit tests (-race): codegen, gofmt, go vet
 envtest-assets: ## Build and cache kube-apiserver, kubectl and etcd for the tests.
 	hack/envtest-assets.sh
 
-.PHONY: bench-mirror
-bench-mirror: ## Mirror benchmark: 100,000 events seeded in kube-apiserver, then 500 changes/s for 60s (hack/bench-mirror.sh).
-	hack/bench-mirror.sh
-
 .PHONY: bench-storm
 bench-storm: ## Storm benchmark: hot-looping reporter vs 20 quiet reporters and a reader, 60s per run (STORM_DURATION).
 	$(GO) test -count=1 -timeout 30m ./test/integration/storm -run '^$$' -bench BenchmarkStorm -benchtime 1x -storm.duration $(or $(STORM_DURATION),60s)
@@ -60,3 +65,7 @@ bench-storm: ## Storm benchmark: hot-looping reporter vs 20 quiet reporters and 
 .PHONY: bench
 bench: ## Side-by-side benchmark against kube-apiserver (about 10 minutes; by hand, on a quiet machine). ARGS=... passes flags.
 	hack/bench.sh $(ARGS)
+
+.PHONY: bench-mirror
+bench-mirror: ## Mirror benchmark: 100,000 events seeded in kube-apiserver, then 500 changes/s for 60s (hack/bench-mirror.sh).
+	hack/bench-mirror.sh

@@ -28,11 +28,10 @@ fi
 
 version="${VERSION:-}"
 if [[ -z "${version}" ]]; then
-  if git_ok && tag="$(git describe --tags --match 'v[0-9]*' --abbrev=0 2>/dev/null)"; then
+  if git_ok && git describe --tags --match 'v[0-9]*' --abbrev=0 >/dev/null 2>&1; then
     version="$(git describe --tags --match 'v[0-9]*' --dirty 2>/dev/null)"
     # v1.2.3-4-gabcdef0 -> v1.2.3-4+gabcdef0: semver build metadata, as Kubernetes does.
     version="$(sed -E 's/-([0-9]+)-g([0-9a-f]+)/-\1+g\2/; s/\+(g[0-9a-f]+)-dirty$/+\1.dirty/' <<<"${version}")"
-    : "${tag}"
   elif git_ok; then
     version="v0.0.0-$(git rev-list --count HEAD)+g$(git rev-parse --short=12 HEAD)"
     [[ "${tree_state}" == dirty ]] && version+=".dirty"

@@ -3,7 +3,8 @@
 # the unit tests with -race), then the integration tests against real etcd,
 # kube-apiserver and kubectl binaries that hack/envtest-assets.sh builds from
 # Go modules on first use (cached after), and the image test (test/image:
-# builds the image and runs it non-root on a read-only root filesystem).
+# builds the image and runs it non-root on a read-only root filesystem), the
+# fault suite (test/faults) and a short fuzzing run of every fuzz target.
 set -o errexit -o nounset -o pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "${ROOT}"
@@ -17,7 +18,18 @@ export KUBEBUILDER_ASSETS
 export PATH="${KUBEBUILDER_ASSETS}:${PATH}"
 
 echo "test: go test ./test/... (integration and image)"
-go test -count=1 -timeout 45m ./test/...
+go test -count=1 -timeout 45m $(go list ./test/... | grep -v '/test/faults$')
+
+# The fault suite prints its table (-v); about 4 minutes on 2 cores.
+echo "test: fault suite (test/faults)"
+go test -count=1 -timeout 15m -v ./test/faults
+
+# Go native fuzzing, bounded: a few seconds per target on top of the
+# committed corpus (pkg/apiserver/testdata/fuzz), which every go test replays.
+echo "test: fuzz, ${FUZZ_TIME:=5s} per target"
+for target in FuzzDecodeJSON FuzzDecodeProtobuf FuzzFieldSelector; do
+	go test -run '^$' -fuzz "^${target}\$" -fuzztime "${FUZZ_TIME}" ./pkg/apiserver
+done
 
 echo "test: storm benchmark, smoke form (5s per run; make bench-storm runs 60s)"
 go test -count=1 -timeout 5m ./test/integration/storm -run '^$' -bench BenchmarkStorm -benchtime 1x -storm.duration 5s

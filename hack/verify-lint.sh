@@ -21,4 +21,4 @@ echo "lint: logcheck (structured and contextual logging)"
 # Generated code is not ours to fix.
 packages="$(go list ./... | grep -v '/pkg/generated/')"
 # shellcheck disable=SC2086
-"${BIN}/logcheck" -check-contextual -check-value ${packages}
+"${BIN}/logcheck" -check-contextual -check-value -config hack/logcheck.conf ${packages}

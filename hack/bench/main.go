@@ -29,7 +29,11 @@ func main() {
 	flag.DurationVar(&cfg.DeliveryTimeout, "delivery-timeout", cfg.DeliveryTimeout, "how long events may take to reach their watchers after the load")
 	flag.BoolVar(&cfg.SkipAnchor, "skip-anchor", false, "measure events-apiserver alone (for profiling; no ratios)")
 	flag.StringVar(&cfg.ProfileDir, "profile-dir", "", "write events-apiserver's heap profile (at --events) and a CPU profile (during the fill) here")
+	serverEnv := flag.String("server-env", "", "comma-separated NAME=VALUE pairs added to events-apiserver's environment (e.g. GOMEMLIMIT=450MiB)")
 	flag.Parse()
+	if *serverEnv != "" {
+		cfg.ServerEnv = strings.Split(*serverEnv, ",")
+	}
 	cfg.Log = os.Stderr
 	var err error
 	if cfg.Watchers, err = parseInts(*watchers); err != nil {

@@ -22,6 +22,7 @@ import (
 	"github.com/kube-events/events-apiserver/pkg/etcdmaint"
 	"github.com/kube-events/events-apiserver/pkg/mirror"
 	eventregistry "github.com/kube-events/events-apiserver/pkg/registry/event"
+	"github.com/kube-events/events-apiserver/pkg/registry/event/series"
 )
 
 // DefaultEventTTL is how long an event lives after its last write unless
@@ -51,14 +52,14 @@ type ExtraConfig struct {
 	// server's start to its shutdown, marking abandoned series Unknown.
 	// Nil when the plugin is disabled: no plugin, no series states to keep.
 	SeriesSweeper *eventseries.Thresholds
-	// Mirror, when set, copies the events of the kube-apiserver it names
-	// into the store (see pkg/mirror): a controller, run on the elected
-	// replica only.
-	Mirror *mirror.Config
 	// Fold, when set, makes the store fold isomorphic creates of hot series
 	// (pkg/registry/event Folder); the folded counts still in memory are
 	// written before the server stops. Nil: every create is stored.
 	Fold *eventregistry.FoldConfig
+	// Mirror, when set, copies the events of the kube-apiserver it names
+	// into the store (see pkg/mirror): a controller, run on the elected
+	// replica only.
+	Mirror *mirror.Config
 	// LeaderElection tunes the election that picks the one replica running
 	// the server's controllers (the series sweeper, the mirror, ...).
 	LeaderElection LeaderElectionConfig
@@ -186,11 +187,12 @@ var _ Controller = &mirror.Mirror{}
 func (c CompletedConfig) controllers(store *eventregistry.REST) ([]Controller, error) {
 	var controllers []Controller
 	if c.ExtraConfig.SeriesSweeper != nil {
-		sweeper, err := newSweeperController(store, *c.ExtraConfig.SeriesSweeper)
+		sweeper, err := series.NewSweeper(store, *c.ExtraConfig.SeriesSweeper)
 		if err != nil {
 			return nil, fmt.Errorf("event series sweeper: %w", err)
 		}
-		controllers = append(controllers, sweeper)
+		state := series.NewStateController(store, *c.ExtraConfig.SeriesSweeper, clock.RealClock{})
+		controllers = append(controllers, state, sweeper)
 	}
 	if c.ExtraConfig.Mirror != nil {
 		m, err := mirror.NewForConfig(*c.ExtraConfig.Mirror, store, Codecs.UniversalDecoder())

@@ -14,11 +14,14 @@
 //
 // Defragmentation is per member and blocks that member's reads and writes
 // while it runs, so it must be done one member at a time, followers first
-// and the leader last, as etcd's operations guide recommends. One process
-// must coordinate that for the whole cluster: the Maintainer is a
-// Controller that the server runs on its elected replica only, and it
-// defragments every member itself, reaching each through the client URL
-// the member advertises.
+// and the leader last, as etcd's operations guide recommends. Each round,
+// the replica defragments every member itself, reaching each through the
+// client URL the member advertises. The server runs the loop on every
+// replica rather than under its election (a campaign is a write, which
+// etcd refuses under NOSPACE, so a leader lost during the alarm would leave
+// nobody to clear it); all replicas walk the members in the same order and
+// skip a member whose file has next to no free pages, so a member
+// defragmented by one replica is left alone by the others.
 package etcdmaint
 
 import (
@@ -140,6 +143,11 @@ func (m *Maintainer) Sync(ctx context.Context) error {
 		return err
 	}
 	for _, mem := range members {
+		// Every replica runs this loop: a member another replica has just
+		// defragmented has next to no free pages left, and is skipped.
+		if fresh, err := m.status(ctx, mem); err == nil && fresh.dbSize-fresh.inUse < fresh.dbSize/10 {
+			continue
+		}
 		if err := m.defragment(ctx, mem); err != nil {
 			return err
 		}
@@ -211,6 +219,18 @@ func (m *Maintainer) members(ctx context.Context) ([]member, error) {
 	}
 	sort.SliceStable(members, func(i, j int) bool { return !members[i].leader && members[j].leader })
 	return members, nil
+}
+
+// status reads one member's status again.
+func (m *Maintainer) status(ctx context.Context, mem member) (member, error) {
+	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	defer cancel()
+	status, err := m.client.Status(ctx, mem.endpoint)
+	if err != nil {
+		return mem, err
+	}
+	mem.dbSize, mem.inUse = status.DbSize, status.DbSizeInUse
+	return mem, nil
 }
 
 // noSpaceAlarms returns the members' NOSPACE alarms.

@@ -10,11 +10,11 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/registry/rest"
 
 	"github.com/kube-events/events-apiserver/pkg/apis/core"
 	ourcorev1 "github.com/kube-events/events-apiserver/pkg/apis/core/v1"
+	eventregistry "github.com/kube-events/events-apiserver/pkg/registry/event"
 )
 
 // ErrSharedStore means that our store already holds kube-apiserver's own
@@ -31,7 +31,7 @@ var ErrSharedStore = errors.New("kube-apiserver stores its events in this server
 // writer got in between) is returned like any failed write, for the
 // caller to retry.
 func (m *Mirror) Sync(ctx context.Context, upstream *corev1.Event) (wrote bool, err error) {
-	ctx = writeContext(ctx, upstream.Namespace)
+	ctx = eventregistry.InternalWriteContext(ctx, upstream.Namespace, ourcorev1.SchemeGroupVersion)
 	obj, err := m.store.Get(ctx, upstream.Name, &metav1.GetOptions{})
 	var existing *core.Event
 	switch {
@@ -71,21 +71,6 @@ func (m *Mirror) Sync(ctx context.Context, upstream *corev1.Event) (wrote bool, 
 	}
 	writesTotal.WithLabelValues(operation).Inc()
 	return true, nil
-}
-
-// writeContext is a request context for a core/v1 write of an event in
-// namespace, so that the strategy applies the legacy core/v1 rules.
-func writeContext(ctx context.Context, namespace string) context.Context {
-	ctx = genericapirequest.WithNamespace(ctx, namespace)
-	return genericapirequest.WithRequestInfo(ctx, &genericapirequest.RequestInfo{
-		IsResourceRequest: true,
-		APIPrefix:         "api",
-		APIGroup:          ourcorev1.SchemeGroupVersion.Group,
-		APIVersion:        ourcorev1.SchemeGroupVersion.Version,
-		Namespace:         namespace,
-		Resource:          "events",
-		Verb:              "update",
-	})
 }
 
 // Unchanged tells whether stored is the mirror of upstream at its current

@@ -86,7 +86,7 @@ type entry struct {
 	created      bool      // the event exists on the server
 	started      bool      // the server has its series
 	written      int32     // the count last written
-	lastWrite    time.Time // when it was last written
+	lastWrite    time.Time // when its last write was taken up
 
 	// writes requested besides create and series start
 	heartbeat, flush, finish bool
@@ -172,6 +172,16 @@ func (b *Broadcaster) StartRecordingToSinkWithContext(ctx context.Context) error
 		b.writeLoop(ctx)
 	}()
 	return nil
+}
+
+// Restored says whether the earlier events of every recorder made so far
+// have been looked up and their live series taken up again, like an
+// informer's HasSynced. Occurrences recorded before then are counted all
+// the same and join the series they continue.
+func (b *Broadcaster) Restored() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.restores) == 0
 }
 
 // StartRecordingToSink is StartRecordingToSinkWithContext until stopCh closes.

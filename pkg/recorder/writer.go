@@ -90,7 +90,18 @@ func (b *Broadcaster) nextWrite() (write, bool) {
 			b.queue = b.queue[1:]
 			continue
 		}
+		// The write carries the count as it is now: requests made while it
+		// is in flight are new ones, and the next heartbeat is due from now.
 		e.inFlight = true
+		e.lastWrite = b.opts.Clock.Now()
+		switch kind {
+		case writeSeriesStart:
+			e.started = true
+		case writeHeartbeat:
+			e.heartbeat = false
+		case writeFlush:
+			e.flush = false
+		}
 		w := write{entry: e, kind: kind, namespace: e.event.Namespace, name: e.event.Name, count: e.count, lastObserved: e.lastObserved}
 		if kind == writeCreate {
 			w.event = e.event.DeepCopy()
@@ -138,16 +149,13 @@ func (b *Broadcaster) written(w write, err error) (time.Duration, bool) {
 	case err == nil:
 		b.failures = 0
 		writesTotal.WithLabelValues(w.kind).Inc()
-		e.lastWrite = b.opts.Clock.Now()
 		switch w.kind {
 		case writeCreate:
 			e.created, e.written = true, 1
 		case writeFinish:
 			e.finished, e.written = true, w.count
 		default:
-			e.started, e.written = true, w.count
-			e.heartbeat = false
-			e.flush = e.flush && e.count > w.count
+			e.written = w.count
 		}
 		return 0, false
 	case w.kind != writeCreate && apierrors.IsNotFound(err):
@@ -168,6 +176,14 @@ func (b *Broadcaster) written(w write, err error) (time.Duration, bool) {
 			return 0, false
 		}
 		backoffsTotal.WithLabelValues(reason).Inc()
+		switch w.kind { // still to do
+		case writeSeriesStart:
+			e.started = false
+		case writeHeartbeat:
+			e.heartbeat = true
+		case writeFlush:
+			e.flush = true
+		}
 		b.logger.V(2).Info("Writing event failed; backing off", "event", klog2Ref(w), "kind", w.kind, "err", err, "delay", delay)
 		return delay, true
 	}

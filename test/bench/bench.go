@@ -29,6 +29,9 @@ type Config struct {
 	Assets string
 	// ServerBinary is a built events-apiserver.
 	ServerBinary string
+	// ServerEnv is added to events-apiserver's environment (for example
+	// the GOMEMLIMIT the Deployment sets).
+	ServerEnv []string
 	// WorkDir holds the servers' data; it must exist.
 	WorkDir string
 	// Writers is how many goroutines create concurrently.
@@ -105,11 +108,11 @@ func Run(ctx context.Context, cfg Config) ([]*Result, error) {
 	starts := []func() (*target, error){
 		func() (*target, error) { return startKubeAPIServer(cfg.Assets) },
 		func() (*target, error) {
-			dir := filepath.Join(cfg.WorkDir, "events-apiserver")
+			dir := filepath.Join(cfg.WorkDir, "events-apiserver-run")
 			if err := os.MkdirAll(dir, 0o755); err != nil {
 				return nil, err
 			}
-			return startEventsAPIServer(ctx, cfg.Assets, cfg.ServerBinary, dir)
+			return startEventsAPIServer(ctx, cfg.Assets, cfg.ServerBinary, cfg.ServerEnv, dir)
 		},
 	}
 	if cfg.SkipAnchor {
@@ -236,7 +239,7 @@ func WriteTable(w io.Writer, cfg Config, results []*Result) error {
 	row("", anchor.Server, ours.Server, "ratio")
 	row("---", "---", "---", "---")
 	higher := func(a, b float64) string {
-		if a == 0 {
+		if a == 0 || b == 0 {
 			return "-"
 		}
 		return fmt.Sprintf("%.2f×", b/a)
@@ -247,9 +250,17 @@ func WriteTable(w io.Writer, cfg Config, results []*Result) error {
 	}
 	for _, l := range listRows {
 		a, b := anchor.Lists[l.name], ours.Lists[l.name]
-		row(fmt.Sprintf("list %s (%d of %d events)", l.selector, b.items, ours.Events),
-			fmt.Sprintf("%s (%d)", ms(a.median), a.items), fmt.Sprintf("%s (%d)", ms(b.median), b.items),
-			higher(b.median.Seconds(), a.median.Seconds()))
+		cell := func(r listResult) string {
+			if r.unsupported {
+				return "unsupported"
+			}
+			return fmt.Sprintf("%s (%d)", ms(r.median), r.items)
+		}
+		ratio := "-"
+		if !a.unsupported && !b.unsupported {
+			ratio = higher(b.median.Seconds(), a.median.Seconds())
+		}
+		row(fmt.Sprintf("list %s (%d of %d events)", l.selector, b.items, ours.Events), cell(a), cell(b), ratio)
 	}
 	row(fmt.Sprintf("RSS after %d events", ours.Events), fmt.Sprintf("%.0f MiB", anchor.RSSBytes/(1<<20)),
 		fmt.Sprintf("%.0f MiB", ours.RSSBytes/(1<<20)), higher(ours.RSSBytes, anchor.RSSBytes))

@@ -60,7 +60,6 @@ func clientset(base *rest.Config, mediaType string) (*kubernetes.Clientset, erro
 	cfg := rest.CopyConfig(base)
 	cfg.QPS, cfg.Burst = -1, -1
 	cfg.ContentType, cfg.AcceptContentTypes = mediaType, mediaType
-	cfg.Timeout = time.Minute
 	dialer := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
 	cfg.Dial = dialer.DialContext
 	return kubernetes.NewForConfig(cfg)
@@ -182,6 +181,9 @@ func createsIn(ctx context.Context, cfg *rest.Config, g *generator, m mode, writ
 type listResult struct {
 	median time.Duration
 	items  int
+	// unsupported is set when the server refuses the selector (kube-apiserver
+	// knows no related.* field selectors).
+	unsupported bool
 }
 
 // listBy lists samples times (after one warm-up) with a field selector,
@@ -206,7 +208,9 @@ func listBy(ctx context.Context, cfg *rest.Config, events bool, selector string,
 		}
 		return len(l.Items), nil
 	}
-	if _, err := list(); err != nil {
+	if _, err := list(); apierrors.IsBadRequest(err) {
+		return listResult{unsupported: true}, nil
+	} else if err != nil {
 		return listResult{}, fmt.Errorf("list %s: %w", selector, err)
 	}
 	var durations []time.Duration
@@ -257,6 +261,18 @@ func selectiveWatchers(ctx context.Context, cfg *rest.Config, g *generator, watc
 	watchCtx, stopWatches := context.WithCancel(ctx)
 	defer stopWatches()
 
+	// Watches start from the current resourceVersion, as a client that
+	// has listed does: without one, every watch would first be sent the
+	// state of every event it selects.
+	c, err := clientset(cfg, runtime.ContentTypeProtobuf)
+	if err != nil {
+		return res, err
+	}
+	current, err := c.CoreV1().Events(namespace).List(ctx, metav1.ListOptions{Limit: 1})
+	if err != nil {
+		return res, err
+	}
+
 	// Open the watches, boundedly in parallel, each connection serving
 	// watchersPerConnection of them.
 	var clients []*kubernetes.Clientset
@@ -277,7 +293,10 @@ func selectiveWatchers(ctx context.Context, cfg *rest.Config, g *generator, watc
 		go func() {
 			defer func() { <-sem }()
 			c := clients[i/watchersPerConnection]
-			w, err := c.CoreV1().Events(namespace).Watch(watchCtx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + name})
+			w, err := c.CoreV1().Events(namespace).Watch(watchCtx, metav1.ListOptions{
+				FieldSelector:   "involvedObject.name=" + name,
+				ResourceVersion: current.ResourceVersion,
+			})
 			opened.Done()
 			if err != nil {
 				openFailed.Add(1)
@@ -324,10 +343,6 @@ func selectiveWatchers(ctx context.Context, cfg *rest.Config, g *generator, watc
 	opened.Wait()
 	res.openFailed = openFailed.Load()
 
-	c, err := clientset(cfg, runtime.ContentTypeProtobuf)
-	if err != nil {
-		return res, err
-	}
 	var k atomic.Int64
 	res.creates = createLoad(ctx, writers, 0, duration, func(ctx context.Context) error {
 		regarding := ""

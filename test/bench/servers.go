@@ -15,10 +15,12 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/kube-events/events-apiserver/test/integration/framework"
 )
@@ -34,6 +36,7 @@ type target struct {
 // of the same assets through envtest, with its shipped defaults (no watch
 // cache for events).
 func startKubeAPIServer(assets string) (*target, error) {
+	ctrllog.SetLogger(logr.Discard())
 	env := &envtest.Environment{BinaryAssetsDirectory: assets}
 	cfg, err := env.Start()
 	if err != nil {
@@ -45,7 +48,7 @@ func startKubeAPIServer(assets string) (*target, error) {
 // startEventsAPIServer starts the server binary as its own process (so
 // that its memory is its own) in standalone mode on a fresh etcd of the
 // assets, and waits until it has written its admin kubeconfig.
-func startEventsAPIServer(ctx context.Context, assets, binary, dir string) (*target, error) {
+func startEventsAPIServer(ctx context.Context, assets, binary string, env []string, dir string) (*target, error) {
 	etcd, err := framework.RunEtcd(filepath.Join(assets, "etcd"), filepath.Join(dir, "etcd"))
 	if err != nil {
 		return nil, fmt.Errorf("starting etcd: %w", err)
@@ -62,6 +65,7 @@ func startEventsAPIServer(ctx context.Context, assets, binary, dir string) (*tar
 		"--secure-port="+strconv.Itoa(port),
 		"--etcd-servers="+etcd.Endpoints[0],
 	)
+	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdout, cmd.Stderr = &output, &output
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {

@@ -182,8 +182,8 @@ func runFault(t *testing.T, fc faultCase) {
 	if fc.etcdAway && !wentUnready {
 		t.Errorf("/readyz stayed ok while etcd was away")
 	}
-	t.Logf("%s: %d acknowledged, %d lost, errors %s, max latency %v, not ready %v, ready %v and writable %v after the fault",
-		fc.name, len(acked), len(lost), formatCodes(errs), maxLatency, notReady, readyAt.Sub(end), writeAt.Sub(end))
+	t.Logf("%s: %d acknowledged, %d lost, errors %s, max latency %v, not ready %v, ready %v and writable %v after the fault; first error per code: %v",
+		fc.name, len(acked), len(lost), formatCodes(errs), maxLatency, notReady, readyAt.Sub(end), writeAt.Sub(end), l.errorSamples())
 }
 
 // externalEtcd starts an etcd cluster of n members of the envtest binary

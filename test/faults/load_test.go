@@ -57,6 +57,7 @@ type load struct {
 	mu         sync.Mutex
 	acked      map[string]written
 	errors     map[string]int
+	samples    map[string]string // the first error message per code
 	maxLatency time.Duration
 	hung       int
 	lastAck    time.Time
@@ -96,7 +97,8 @@ func steadyReporters() []reporterSpec {
 func startLoad(t *testing.T, config *rest.Config, namespace string, specs []reporterSpec) *load {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	l := &load{namespace: namespace, prefix: namespace, acked: map[string]written{}, errors: map[string]int{}, cancel: cancel}
+	l := &load{namespace: namespace, prefix: namespace, acked: map[string]written{}, errors: map[string]int{},
+		samples: map[string]string{}, cancel: cancel}
 	for i, spec := range specs {
 		c := rest.CopyConfig(config)
 		c.Timeout = serverRequestTimeout + clientSlack
@@ -150,8 +152,11 @@ func (l *load) report(ctx context.Context, clientset kubernetes.Interface, index
 			version:   spec.version,
 			name:      fmt.Sprintf("%s-%s-%d", l.prefix, reporter, seq),
 			regarding: spec.objectPrefix + "-" + strconv.Itoa((seq+offset)%spec.objects),
-			reason:    "FaultLoad",
-			note:      fmt.Sprintf("reporter %s event %d through %s", reporter, seq, spec.version),
+			// A reason of its own: isomorphic creates would be folded into
+			// one series by the server's storm protection, and this suite
+			// checks that each acknowledged create is stored as sent.
+			reason: fmt.Sprintf("FaultLoad%d", seq),
+			note:   fmt.Sprintf("reporter %s event %d through %s", reporter, seq, spec.version),
 		}
 		start := time.Now()
 		uid, err := create(context.WithoutCancel(ctx), clientset, l.namespace, w, spec.padding)
@@ -170,6 +175,9 @@ func (l *load) report(ctx context.Context, clientset kubernetes.Interface, index
 				l.hung++
 			}
 			l.errors[code]++
+			if _, ok := l.samples[code]; !ok {
+				l.samples[code] = err.Error()
+			}
 		}
 		l.mu.Unlock()
 		if err != nil && spec.until != nil && spec.until(err) {
@@ -274,6 +282,17 @@ func (l *load) snapshot() (map[string]written, map[string]int, time.Duration, in
 		errs[k] = v
 	}
 	return acked, errs, l.maxLatency, l.hung
+}
+
+// errorSamples returns the first error message seen per code.
+func (l *load) errorSamples() map[string]string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	samples := map[string]string{}
+	for k, v := range l.samples {
+		samples[k] = v
+	}
+	return samples
 }
 
 // ackedCount is how many creates were acknowledged so far.
@@ -401,6 +420,7 @@ type health struct {
 	notReady      time.Duration
 	lastReady     bool
 	lastChange    time.Time
+	lastOK        time.Time   // the last time /readyz answered ok
 	readyAt       []time.Time // times /readyz turned ok after not being ok
 	unreadyAt     []time.Time // times /readyz stopped being ok
 	livezFailures []string    // /livez answers other than ok, while the server answered
@@ -442,6 +462,9 @@ func (h *health) observe(ready bool, livez rest.Result) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	now := time.Now()
+	if ready {
+		h.lastOK = now
+	}
 	if err := livez.Error(); err != nil {
 		var code int
 		livez.StatusCode(&code)
@@ -461,8 +484,9 @@ func (h *health) observe(ready bool, livez rest.Result) {
 	h.lastReady, h.lastChange = ready, now
 }
 
-// readyAfter is the first time /readyz was ok after t: t itself if it
-// never stopped being ok since, zero if it is not ok yet.
+// readyAfter is the first time /readyz was ok after t: t itself if it was
+// seen ok after t without having stopped being ok since, zero if it has
+// not been seen ok after t yet.
 func (h *health) readyAfter(t time.Time) time.Time {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -471,7 +495,7 @@ func (h *health) readyAfter(t time.Time) time.Time {
 			return at
 		}
 	}
-	if h.lastReady {
+	if h.lastReady && h.lastOK.After(t) {
 		return t
 	}
 	return time.Time{}

@@ -111,11 +111,11 @@ func (o *Options) Config() (*apiserver.Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	mirrorConfig, err := o.Mirror.config(r.CoreAPI.CoreAPIKubeconfigPath)
+	fold, err := o.foldConfig()
 	if err != nil {
 		return nil, err
 	}
-	fold, err := o.foldConfig()
+	mirrorConfig, err := o.Mirror.config(r.CoreAPI.CoreAPIKubeconfigPath)
 	if err != nil {
 		return nil, err
 	}

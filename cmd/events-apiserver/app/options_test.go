@@ -1,10 +1,13 @@
 package app
 
 import (
-	"github.com/spf13/pflag"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/spf13/pflag"
+	"k8s.io/apiserver/pkg/features"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
 )
 
 func parse(t *testing.T, args ...string) *Options {
@@ -115,5 +118,29 @@ func TestConfigWithoutEtcdAsksForRun(t *testing.T) {
 	}
 	if _, err := o.Config(); err == nil || !strings.Contains(err.Error(), "embedded etcd") {
 		t.Fatalf("Config without etcd: %v, want an error pointing at Run", err)
+	}
+}
+
+// TestWatchCacheSnapshotsOffUnlessAsked: the watch cache keeps no snapshot
+// per write by default; --feature-gates turns them back on.
+func TestWatchCacheSnapshotsOffUnlessAsked(t *testing.T) {
+	t.Setenv("KUBERNETES_SERVICE_HOST", "")
+	for _, tt := range []struct {
+		args []string
+		want bool
+	}{
+		{nil, false},
+		{[]string{"--feature-gates=ListFromCacheSnapshot=true"}, true},
+		{[]string{"--feature-gates=ListFromCacheSnapshot=false"}, false},
+	} {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			o := parse(t, append([]string{"--data-dir=" + t.TempDir()}, tt.args...)...)
+			if err := o.Complete(); err != nil {
+				t.Fatal(err)
+			}
+			if got := utilfeature.DefaultFeatureGate.Enabled(features.ListFromCacheSnapshot); got != tt.want {
+				t.Errorf("ListFromCacheSnapshot = %v, want %v", got, tt.want)
+			}
+		})
 	}
 }

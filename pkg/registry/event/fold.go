@@ -123,8 +123,10 @@ type foldedSeries struct {
 	count        int32
 	lastObserved time.Time
 	pending      int32
-	// flushArmed is true while a flush is scheduled or running.
+	// flushArmed is true while a flush is scheduled or running; timer is
+	// the scheduled one.
 	flushArmed bool
+	timer      clock.Timer
 	lastFlush  time.Time
 	// failures counts the flushes that failed in a row.
 	failures int
@@ -167,9 +169,14 @@ func NewFolder(config FoldConfig, store eventStore, clk clock.WithDelayedExecuti
 	}
 	registerFoldMetrics()
 	f := &Folder{config: config, store: store, clock: clk}
+	// A series forgotten (least recently used, or all at shutdown) is
+	// flushed now rather than at its scheduled time.
 	f.series = lru.NewWithEvictionFunc(config.CacheSize, func(_ lru.Key, value any) {
 		s := value.(*foldedSeries)
-		f.wg.Go(func() { f.flush(context.Background(), s) })
+		f.wg.Go(func() {
+			f.cancelFlush(s)
+			f.flush(context.Background(), s)
+		})
 	})
 	return f, nil
 }
@@ -358,10 +365,25 @@ func (f *Folder) flush(ctx context.Context, s *foldedSeries) {
 func (f *Folder) armFlush(s *foldedSeries, delay time.Duration) {
 	s.flushArmed = true
 	f.wg.Add(1)
-	f.clock.AfterFunc(delay, func() {
-		defer f.wg.Done()
-		f.flush(context.Background(), s)
+	// The flush runs in a goroutine of its own: a fake clock calls this
+	// function while holding its lock, and flush reads the clock.
+	s.timer = f.clock.AfterFunc(delay, func() {
+		go func() {
+			defer f.wg.Done()
+			f.flush(context.Background(), s)
+		}()
 	})
+}
+
+// cancelFlush stops the scheduled flush of s, if it has not started.
+func (f *Folder) cancelFlush(s *foldedSeries) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.timer != nil && s.timer.Stop() {
+		s.timer = nil
+		s.flushArmed = false
+		f.wg.Done()
+	}
 }
 
 // errSeriesFinished says that the live event's series was finished meanwhile.

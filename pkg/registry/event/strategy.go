@@ -60,10 +60,18 @@ func (Strategy) PrepareForCreate(_ context.Context, obj runtime.Object) {
 	keepAppliedFields(obj.(*core.Event))
 }
 
-// PrepareForUpdate leaves an update as sent, for the same reason; which
-// fields may change is the business of ValidateUpdate.
-func (Strategy) PrepareForUpdate(_ context.Context, obj, _ runtime.Object) {
-	keepAppliedFields(obj.(*core.Event))
+// PrepareForUpdate keeps the stored series state when an update of a
+// series carries none: a client that does not know the field (an older
+// client, one that drops unknown fields on a round trip) does not reset it.
+// It drops the managed fields of plain writes (see keepAppliedFields).
+// Everything else is left as sent; which fields may change is the business
+// of ValidateUpdate.
+func (Strategy) PrepareForUpdate(_ context.Context, obj, old runtime.Object) {
+	newEvent, oldEvent := obj.(*core.Event), old.(*core.Event)
+	if newEvent.Series != nil && newEvent.Series.State == "" && oldEvent.Series != nil {
+		newEvent.Series.State = oldEvent.Series.State
+	}
+	keepAppliedFields(newEvent)
 }
 
 // keepAppliedFields drops the managedFields entries of Update operations
@@ -148,7 +156,7 @@ func Matcher(label labels.Selector, field fields.Selector) storage.SelectionPred
 // label as "", so an unset field selects exactly as an empty one would
 // (related.name= matches events without a related object).
 func ToSelectableFields(event *core.Event) fields.Set {
-	set := make(fields.Set, 16)
+	set := fields.Set{}
 	add := func(label, value string) {
 		if value != "" {
 			set[label] = value

@@ -229,3 +229,26 @@ func TestPrepareKeepsOnlyAppliedManagedFields(t *testing.T) {
 		})
 	}
 }
+
+func TestPrepareForUpdateKeepsStoredSeriesState(t *testing.T) {
+	series := func(state core.EventSeriesState) *core.EventSeries {
+		return &core.EventSeries{Count: 2, State: state}
+	}
+	for _, tc := range []struct {
+		name          string
+		stored, sent  *core.EventSeries
+		wantSentState core.EventSeriesState
+	}{
+		{"no state sent keeps the stored one", series(core.EventSeriesStateFinished), series(""), core.EventSeriesStateFinished},
+		{"a state sent is left for validation", series(core.EventSeriesStateFinished), series(core.EventSeriesStateOngoing), core.EventSeriesStateOngoing},
+		{"a new series stays without state", nil, series(""), ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			stored, sent := &core.Event{Series: tc.stored}, &core.Event{Series: tc.sent}
+			NewStrategy(nil).PrepareForUpdate(context.Background(), sent, stored)
+			if diff := cmp.Diff(tc.wantSentState, sent.Series.State); diff != "" {
+				t.Errorf("state after PrepareForUpdate (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

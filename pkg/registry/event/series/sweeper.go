@@ -1,4 +1,4 @@
-package apiserver
+package series
 
 import (
 	"context"
@@ -15,13 +15,14 @@ import (
 
 	"github.com/kube-events/events-apiserver/pkg/admission/eventseries"
 	"github.com/kube-events/events-apiserver/pkg/apis/core"
+	corev1 "github.com/kube-events/events-apiserver/pkg/apis/core/v1"
 	eventconversion "github.com/kube-events/events-apiserver/pkg/conversion"
 	eventregistry "github.com/kube-events/events-apiserver/pkg/registry/event"
 )
 
-// sweeperListChunk bounds how many events the sweeper reads from etcd at a
+// listChunk bounds how many events the sweeper reads from etcd at a
 // time.
-const sweeperListChunk = 500
+const listChunk = 500
 
 // seriesStore is the sweeper's view of the events store. It works on the
 // registry store directly, in-process: the sweeper's write is a state change
@@ -45,7 +46,7 @@ func (s seriesStore) ListSeries(ctx context.Context) ([]*core.Event, error) {
 		fields.OneTermNotEqualSelector(eventconversion.FieldSeriesState, string(core.EventSeriesStateUnknown)),
 	)
 	var series []*core.Event
-	options := &metainternalversion.ListOptions{FieldSelector: selector, Limit: sweeperListChunk}
+	options := &metainternalversion.ListOptions{FieldSelector: selector, Limit: listChunk}
 	for {
 		obj, err := s.events.List(ctx, options)
 		if err != nil {
@@ -86,39 +87,38 @@ func (s seriesStore) GetEvent(ctx context.Context, namespace, name string) (*cor
 func (s seriesStore) UpdateSeriesState(ctx context.Context, event *core.Event, state core.EventSeriesState) error {
 	updated := event.DeepCopy()
 	updated.Series.State = state
-	_, _, err := s.events.Update(genericapirequest.WithNamespace(ctx, event.Namespace), event.Name,
+	_, _, err := s.events.Update(eventregistry.InternalWriteContext(ctx, event.Namespace, corev1.SchemeGroupVersion), event.Name,
 		rest.DefaultUpdatedObjectInfo(updated), rest.ValidateAllObjectFunc, rest.ValidateAllObjectUpdateFunc,
 		false, &metav1.UpdateOptions{})
 	return err
 }
 
-// sweeperController runs the series sweeper as one of the server's
+// SweeperController runs the series sweeper as one of the server's
 // controllers.
-type sweeperController struct {
+type SweeperController struct {
 	sweeper  *eventseries.Sweeper
 	interval time.Duration
 	abandon  time.Duration
 }
 
-var _ Controller = sweeperController{}
-
-func newSweeperController(events *eventregistry.REST, thresholds eventseries.Thresholds) (sweeperController, error) {
+// NewSweeper returns the sweeper of events as a server controller.
+func NewSweeper(events *eventregistry.REST, thresholds eventseries.Thresholds) (*SweeperController, error) {
 	sweeper, err := eventseries.NewSweeper(seriesStore{events: events}, thresholds, clock.RealClock{})
 	if err != nil {
-		return sweeperController{}, err
+		return nil, err
 	}
 	interval := thresholds.SweepInterval
 	if interval <= 0 {
 		interval = eventseries.DefaultSweepInterval
 	}
-	return sweeperController{sweeper: sweeper, interval: interval, abandon: thresholds.AbandonedAfter()}, nil
+	return &SweeperController{sweeper: sweeper, interval: interval, abandon: thresholds.AbandonedAfter()}, nil
 }
 
 // Name is the controller's name in logs.
-func (sweeperController) Name() string { return "eventseries-sweeper" }
+func (*SweeperController) Name() string { return "eventseries-sweeper" }
 
 // Run sweeps every interval until ctx ends.
-func (s sweeperController) Run(ctx context.Context) {
+func (s *SweeperController) Run(ctx context.Context) {
 	klog.FromContext(ctx).Info("Sweeping abandoned event series", "abandonedAfter", s.abandon, "interval", s.interval)
 	s.sweeper.Run(ctx, s.interval)
 }

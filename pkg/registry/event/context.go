@@ -1,0 +1,31 @@
+package event
+
+import (
+	"context"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
+)
+
+// InternalWriteContext is the request context of a write that the server
+// makes itself, in-process, on the store (the mirror, the series sweeper
+// and controller, ...): the event's namespace, and request info naming gv,
+// so that the strategy holds the write to gv's rules exactly as it holds a
+// client's write through gv. Such writes skip authentication, authorization
+// and admission, never the strategy.
+func InternalWriteContext(ctx context.Context, namespace string, gv schema.GroupVersion) context.Context {
+	prefix := "apis"
+	if gv.Group == "" {
+		prefix = "api"
+	}
+	ctx = genericapirequest.WithNamespace(ctx, namespace)
+	return genericapirequest.WithRequestInfo(ctx, &genericapirequest.RequestInfo{
+		IsResourceRequest: true,
+		APIPrefix:         prefix,
+		APIGroup:          gv.Group,
+		APIVersion:        gv.Version,
+		Namespace:         namespace,
+		Resource:          "events",
+		Verb:              "update",
+	})
+}

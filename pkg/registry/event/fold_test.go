@@ -1,0 +1,180 @@
+package event_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
+	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
+	"k8s.io/apiserver/pkg/registry/generic"
+	"k8s.io/apiserver/pkg/registry/rest"
+	etcd3testing "k8s.io/apiserver/pkg/storage/etcd3/testing"
+	"k8s.io/apiserver/pkg/util/compatibility"
+	testingclock "k8s.io/utils/clock/testing"
+
+	"github.com/kube-events/events-apiserver/pkg/apis/core"
+	"github.com/kube-events/events-apiserver/pkg/apiserver"
+	eventregistry "github.com/kube-events/events-apiserver/pkg/registry/event"
+)
+
+type restOptionsGetter generic.RESTOptions
+
+func (o restOptionsGetter) GetRESTOptions(schema.GroupResource, runtime.Object) (generic.RESTOptions, error) {
+	return generic.RESTOptions(o), nil
+}
+
+// newStore is the events store on a fresh etcd.
+func newStore(t *testing.T) *eventregistry.REST {
+	t.Helper()
+	server, config := etcd3testing.NewUnsecuredEtcd3TestClientServer(t)
+	t.Cleanup(func() { server.Terminate(t) })
+	factory := apiserver.NewStorageFactory(*config, apiserver.StorageMediaType, compatibility.DefaultBuildEffectiveVersion())
+	resourceConfig, err := factory.NewConfig(core.Resource("events"), &core.Event{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	store, err := eventregistry.NewREST(apiserver.Scheme, restOptionsGetter{
+		StorageConfig: resourceConfig, Decorator: generic.UndecoratedStorage, ResourcePrefix: "events", DeleteCollectionWorkers: 1,
+	}, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(store.DestroyFunc)
+	return store
+}
+
+// coreV1Context is the context of a core/v1 request in namespace ns.
+func coreV1Context(t *testing.T) context.Context {
+	ctx := genericapirequest.WithNamespace(t.Context(), "ns")
+	return genericapirequest.WithRequestInfo(ctx, &genericapirequest.RequestInfo{
+		IsResourceRequest: true, Verb: "create", APIPrefix: "api", APIVersion: "v1", Namespace: "ns", Resource: "events"})
+}
+
+// occurrence is what client-go's tools/record creates for one occurrence.
+func occurrence(i int) *core.Event {
+	now := metav1.Now()
+	return &core.Event{
+		ObjectMeta:     metav1.ObjectMeta{Name: fmt.Sprintf("web.%d", i), Namespace: "ns"},
+		InvolvedObject: core.ObjectReference{Kind: "Pod", Namespace: "ns", Name: "web", UID: "uid-web"},
+		Reason:         "BackOff", Message: fmt.Sprintf("attempt %d", i), Type: core.EventTypeWarning,
+		Source: core.EventSource{Component: "kubelet", Host: "node-1"}, Count: 1, FirstTimestamp: now, LastTimestamp: now,
+	}
+}
+
+// TestFoldBoundsWrites: after the first creates of a burst, isomorphic
+// creates are answered with the live event and written at most once per
+// flush interval; a shutdown flush writes what is pending.
+func TestFoldBoundsWrites(t *testing.T) {
+	store := newStore(t)
+	clk := testingclock.NewFakeClock(time.Now())
+	folder, err := store.EnableFolding(eventregistry.FoldConfig{After: 2, Window: time.Minute, FlushInterval: 10 * time.Second, CacheSize: 10}, clk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := coreV1Context(t)
+	create := func(i int) *core.Event {
+		t.Helper()
+		obj, err := store.Create(ctx, occurrence(i), rest.ValidateAllObjectFunc, &metav1.CreateOptions{})
+		if err != nil {
+			t.Fatalf("create %d: %v", i, err)
+		}
+		return obj.(*core.Event)
+	}
+	stored := func() *core.Event {
+		t.Helper()
+		obj, err := store.Get(ctx, "web.1", &metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return obj.(*core.Event)
+	}
+	waitForCount := func(count int32) *core.Event {
+		t.Helper()
+		var got *core.Event
+		err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+			got = stored()
+			return got.Count == count, nil
+		})
+		if err != nil {
+			t.Fatalf("waiting for stored count %d: got %d", count, got.Count)
+		}
+		return got
+	}
+
+	for i := range 2 {
+		if got := create(i); got.Name != fmt.Sprintf("web.%d", i) || got.Series != nil {
+			t.Fatalf("create %d of the burst: answered %s with series %+v, want it stored as sent", i, got.Name, got.Series)
+		}
+	}
+	for i := 2; i < 5; i++ {
+		got := create(i)
+		if got.Name != "web.1" || got.Count != int32(i) || got.Series == nil || got.Series.Count != int32(i) ||
+			got.Series.State != core.EventSeriesStateOngoing {
+			t.Fatalf("create %d: answered %s, count %d, series %+v; want web.1, count %d, Ongoing", i, got.Name, got.Count, got.Series, i)
+		}
+		if _, err := store.Get(ctx, fmt.Sprintf("web.%d", i), &metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			t.Errorf("folded web.%d: got %v, want NotFound", i, err)
+		}
+	}
+
+	clk.Step(0) // the first fold is written at once
+	first := waitForCount(4)
+	if first.Series == nil || first.Series.Count != 4 || first.Series.State != core.EventSeriesStateOngoing {
+		t.Errorf("stored series: %+v, want count 4, Ongoing", first.Series)
+	}
+
+	create(5)
+	clk.Step(5 * time.Second)
+	if got := stored(); got.ResourceVersion != first.ResourceVersion {
+		t.Errorf("written again %v after the last write, before the flush interval", 5*time.Second)
+	}
+	clk.Step(5 * time.Second)
+	waitForCount(5)
+
+	create(6)
+	folder.Flush(ctx)
+	if got := stored(); got.Count != 6 || got.Series.Count != 6 {
+		t.Errorf("after the shutdown flush: count %d, series %+v; want 6", got.Count, got.Series)
+	}
+}
+
+// TestFoldOnlySingletons: creates that count themselves (a series, a count
+// above 1), and dry runs, are stored as sent even in a hot series.
+func TestFoldOnlySingletons(t *testing.T) {
+	store := newStore(t)
+	if _, err := store.EnableFolding(eventregistry.FoldConfig{After: 1, Window: time.Minute, FlushInterval: time.Second, CacheSize: 10},
+		testingclock.NewFakeClock(time.Now())); err != nil {
+		t.Fatal(err)
+	}
+	ctx := coreV1Context(t)
+	if _, err := store.Create(ctx, occurrence(0), rest.ValidateAllObjectFunc, &metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	counted := occurrence(1)
+	counted.Count = 3
+	dryRun := occurrence(2)
+	for _, tt := range []struct {
+		name    string
+		event   *core.Event
+		options *metav1.CreateOptions
+	}{
+		{"count above 1", counted, &metav1.CreateOptions{}},
+		{"dry run", dryRun, &metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			obj, err := store.Create(ctx, tt.event, rest.ValidateAllObjectFunc, tt.options)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := obj.(*core.Event).Name; got != tt.event.Name {
+				t.Errorf("answered %s, want %s stored as sent", got, tt.event.Name)
+			}
+		})
+	}
+}

@@ -1,0 +1,109 @@
+package series_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/utils/clock"
+
+	"github.com/kube-events/events-apiserver/pkg/admission/eventseries"
+	"github.com/kube-events/events-apiserver/pkg/apis/core"
+	ourcorev1 "github.com/kube-events/events-apiserver/pkg/apis/core/v1"
+	"github.com/kube-events/events-apiserver/pkg/apiserver"
+	"github.com/kube-events/events-apiserver/pkg/mirror"
+	eventregistry "github.com/kube-events/events-apiserver/pkg/registry/event"
+	"github.com/kube-events/events-apiserver/pkg/registry/event/series"
+	"github.com/kube-events/events-apiserver/test/integration/framework"
+)
+
+// upstreamSeries is a series as kube-apiserver holds it: client-go's
+// recorder wrote it through core/v1, which knows no series.state.
+func upstreamSeries(name string, lastObserved time.Time) *corev1.Event {
+	return &corev1.Event{
+		ObjectMeta:          metav1.ObjectMeta{Name: name, Namespace: "default", UID: types.UID("upstream-" + name), ResourceVersion: "7"},
+		InvolvedObject:      corev1.ObjectReference{Kind: "Pod", Namespace: "default", Name: "web-0", APIVersion: "v1"},
+		Reason:              "BackOff",
+		Action:              "Restarting",
+		Message:             "Back-off restarting failed container",
+		Type:                corev1.EventTypeWarning,
+		EventTime:           metav1.NewMicroTime(lastObserved.Add(-time.Minute)),
+		ReportingController: "kubelet",
+		ReportingInstance:   "kubelet-node-1",
+		Series:              &corev1.EventSeries{Count: 3, LastObservedTime: metav1.NewMicroTime(lastObserved)},
+	}
+}
+
+// TestMirroredSeriesGetStates writes series the way the mirror writes
+// them (in-process, no admission) and checks that the controller gives them
+// the state a write through our API gets.
+func TestMirroredSeriesGetStates(t *testing.T) {
+	store := framework.StartEventStore(t)
+	thresholds := eventseries.DefaultThresholds()
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		series.NewStateController(store, thresholds, clock.RealClock{}).Run(ctx)
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+
+	m := mirror.New(fake.NewClientset(), store, apiserver.Codecs.UniversalDecoder(), mirror.Options{}, clock.RealClock{})
+	now := time.Now()
+	for _, tc := range []struct {
+		name     string
+		upstream *corev1.Event
+		want     core.EventSeriesState
+	}{
+		{"a series kept alive reads Ongoing", upstreamSeries("alive", now), core.EventSeriesStateOngoing},
+		{"the reporter's final write finishes it", upstreamSeries("final", now.Add(-2*thresholds.FinishAfter)), core.EventSeriesStateFinished},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := m.Sync(t.Context(), tc.upstream); err != nil {
+				t.Fatal(err)
+			}
+			var got core.EventSeriesState
+			err := wait.PollUntilContextTimeout(t.Context(), 50*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+				obj, err := store.Get(eventregistry.InternalWriteContext(ctx, "default", ourcorev1.SchemeGroupVersion), tc.upstream.Name, &metav1.GetOptions{})
+				if err != nil {
+					return false, err
+				}
+				got = obj.(*core.Event).Series.State
+				return got != "", nil
+			})
+			if err != nil {
+				t.Fatalf("state of the mirrored series: %v", err)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("series.state (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestStateOf(t *testing.T) {
+	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+	thresholds := eventseries.DefaultThresholds()
+	for _, tc := range []struct {
+		name         string
+		lastObserved time.Time
+		want         core.EventSeriesState
+	}{
+		{"just observed", now, core.EventSeriesStateOngoing},
+		{"observed finishAfter ago", now.Add(-thresholds.FinishAfter), core.EventSeriesStateOngoing},
+		{"older than finishAfter: the final write", now.Add(-thresholds.FinishAfter - time.Second), core.EventSeriesStateFinished},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := series.StateOf(&core.EventSeries{Count: 2, LastObservedTime: metav1.NewMicroTime(tc.lastObserved)}, now, thresholds)
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("StateOf (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
