@@ -16,7 +16,7 @@
 //     backoff (Options.RetryBaseDelay up to RetryMaxDelay) until it succeeds
 //     or the event is deleted upstream; only events our validation refuses
 //     are dropped, counted and logged with the reason.
-//   - Writes are upserts by namespace/name, labelled LabelMirroredFrom and
+//   - Writes are upserts by namespace/name, labeled LabelMirroredFrom and
 //     annotated with the upstream uid and resourceVersion; an event already
 //     mirrored at its upstream resourceVersion is not written again, so a
 //     relist (restart, failover, 410) rewrites nothing.
@@ -84,7 +84,7 @@ var relistBackoff = wait.Backoff{Duration: time.Second, Factor: 2, Jitter: 0.1, 
 // the server's *registry/event.REST.
 type Store interface {
 	rest.Getter
-	rest.Creater
+	rest.Creater //nolint:misspell // k8s.io/apiserver's name
 	rest.Updater
 }
 

@@ -82,7 +82,7 @@ func Unchanged(stored *core.Event, upstream *corev1.Event) bool {
 }
 
 // Convert turns an upstream k8s.io/api core/v1 Event into the internal
-// Event the mirror stores: labelled, annotated with its upstream identity,
+// Event the mirror stores: labeled, annotated with its upstream identity,
 // and without the server-owned metadata of kube-apiserver (uid,
 // resourceVersion, creation time, managed fields), which our store sets.
 //

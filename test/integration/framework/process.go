@@ -64,7 +64,7 @@ func StartServerProcess(ctx context.Context, binary, dataDir string, args ...str
 		return nil, err
 	}
 	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
+	_ = l.Close()
 	if err := os.MkdirAll(dataDir, 0o700); err != nil {
 		return nil, err
 	}

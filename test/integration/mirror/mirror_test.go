@@ -126,7 +126,7 @@ func waitForV1beta1(t *testing.T, ns, selector string, want ...string) []eventsv
 // Events created in kube-apiserver through core/v1 (a legacy one and one
 // in the events.k8s.io shape) and through client-go's events.k8s.io
 // recorder appear in our v1beta1, selectable by related.name, action and
-// regarding.name, labelled as mirrored.
+// regarding.name, labeled as mirrored.
 func TestCoreV1EventsAppearInOurV1beta1(t *testing.T) {
 	ns := newNamespace(t, cluster)
 	ctx := testContext(t)
