@@ -289,14 +289,13 @@ func (b *Broadcaster) observe(event *eventsv1.Event) {
 		b.endLocked(e)
 		e = nil
 	}
-	switch {
-	case e == nil:
+	if e == nil {
 		event.EventTime = metav1.NewMicroTime(now)
 		event.Name = util.GenerateEventName(event.Regarding.Name, b.nameSuffixLocked(now))
 		e = &entry{key: key, event: event, count: 1, lastObserved: now}
 		b.series[key] = e
 		b.enqueueLocked(e)
-	default:
+	} else {
 		e.count++
 		e.lastObserved = now
 		if e.count == 2 {

@@ -78,5 +78,5 @@ func (r *eventRecorder) eventf(regarding runtime.Object, related runtime.Object,
 		Type:                eventtype,
 	}
 	r.broadcaster.observe(event)
-	r.broadcaster.watchers.ActionOrDrop(watch.Added, event.DeepCopy())
+	_, _ = r.broadcaster.watchers.ActionOrDrop(watch.Added, event.DeepCopy())
 }

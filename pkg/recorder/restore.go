@@ -137,7 +137,7 @@ func (b *Broadcaster) adoptLocked(stored []storedEvent) {
 		if s.Series != nil && s.Series.State == stateFinished {
 			continue
 		}
-		event := s.Event.DeepCopy()
+		event := s.DeepCopy()
 		e := &entry{event: event, count: 1, lastObserved: s.EventTime.Time, created: true, written: 1, lastWrite: now}
 		if s.Series != nil {
 			e.count, e.written, e.started = s.Series.Count, s.Series.Count, true

@@ -113,7 +113,7 @@ func (b *Broadcaster) nextWrite() (write, bool) {
 }
 
 // send makes the call. Retries are the writer's (backoff with jitter on
-// the injected clock, Retry-After honoured, bounded buffer), so the REST
+// the injected clock, Retry-After honored, bounded buffer), so the REST
 // client's own retry of 429 and Retry-After, which sleeps in place up to
 // ten times, is turned off with MaxRetries(0).
 func (b *Broadcaster) send(ctx context.Context, w write) error {
