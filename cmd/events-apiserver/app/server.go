@@ -25,6 +25,7 @@ import (
 	"k8s.io/component-base/logs"
 	logsapi "k8s.io/component-base/logs/api/v1"
 	"k8s.io/component-base/term"
+	"k8s.io/component-base/version"
 	"k8s.io/component-base/version/verflag"
 	"k8s.io/klog/v2"
 
@@ -56,7 +57,9 @@ an aggregated API server delegating authentication and authorization to the
 kube-apiserver.`,
 		SilenceUsage: true,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			verflag.PrintAndExitIfRequested()
+			if printVersionIfRequested(cmd) {
+				return nil
+			}
 			if err := logsapi.ValidateAndApply(o.Logs, utilfeature.DefaultFeatureGate); err != nil {
 				return err
 			}
@@ -246,4 +249,24 @@ func (o *Options) writeKubeconfig(config *apiserver.Config) error {
 	}
 	// It holds the admin's private key: owner only, and replaced at once.
 	return pki.WriteFileAtomic(o.KubeconfigPath(), data, 0o600)
+}
+
+// printVersionIfRequested prints the version for --version ("events-apiserver
+// <gitVersion>") and --version=raw (the whole version.Info) and says whether
+// it did. component-base's verflag.PrintAndExitIfRequested would name the
+// program "Kubernetes".
+func printVersionIfRequested(cmd *cobra.Command) bool {
+	flag := cmd.Flags().Lookup("version")
+	if flag == nil {
+		return false
+	}
+	switch flag.Value.String() {
+	case "true":
+		fmt.Fprintf(cmd.OutOrStdout(), "%s %s\n", cmd.Name(), version.Get())
+		return true
+	case "raw":
+		fmt.Fprintf(cmd.OutOrStdout(), "%#v\n", version.Get())
+		return true
+	}
+	return false
 }

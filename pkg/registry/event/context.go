@@ -19,6 +19,7 @@ func InternalWriteContext(ctx context.Context, namespace string, gv schema.Group
 		prefix = "api"
 	}
 	ctx = genericapirequest.WithNamespace(ctx, namespace)
+	ctx = context.WithValue(ctx, internalWriteKey{}, true)
 	return genericapirequest.WithRequestInfo(ctx, &genericapirequest.RequestInfo{
 		IsResourceRequest: true,
 		APIPrefix:         prefix,
@@ -28,4 +29,17 @@ func InternalWriteContext(ctx context.Context, namespace string, gv schema.Group
 		Resource:          "events",
 		Verb:              "update",
 	})
+}
+
+// internalWriteKey marks a context made by InternalWriteContext.
+type internalWriteKey struct{}
+
+// IsInternalWrite tells whether ctx is that of an in-process writer (made by
+// InternalWriteContext) rather than of a client's request. Such writes copy
+// or maintain events that were already admitted once (the mirror copies
+// what kube-apiserver stored), so the store never folds them: every one is
+// stored as written.
+func IsInternalWrite(ctx context.Context) bool {
+	internal, _ := ctx.Value(internalWriteKey{}).(bool)
+	return internal
 }

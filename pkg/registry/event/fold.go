@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/registry/rest"
@@ -194,7 +195,7 @@ func foldable(e *core.Event, options *metav1.CreateOptions) bool {
 // admission) like a stored one, and answered with the live event.
 func (f *Folder) Create(ctx context.Context, obj runtime.Object, createValidation rest.ValidateObjectFunc, options *metav1.CreateOptions) (runtime.Object, error) {
 	event, ok := obj.(*core.Event)
-	if !ok || !foldable(event, options) {
+	if !ok || IsInternalWrite(ctx) || !foldable(event, options) {
 		return f.store.Create(ctx, obj, createValidation, options)
 	}
 	now := f.clock.Now()
@@ -393,7 +394,7 @@ var errSeriesFinished = errors.New("the series was finished meanwhile")
 // it is gone (deleted or expired meanwhile). If its series was finished
 // meanwhile, the pending occurrences become a new event of their own.
 func (f *Folder) write(ctx context.Context, live *core.Event, count int32, last time.Time, pending int32) (*core.Event, error) {
-	ctx = foldWriteContext(ctx, live.Namespace)
+	ctx = InternalWriteContext(ctx, live.Namespace, schema.GroupVersion{Version: "v1"}) // core/v1 rules let count, lastTimestamp and series move on
 	update := rest.DefaultUpdatedObjectInfo(nil, func(_ context.Context, _, oldObj runtime.Object) (runtime.Object, error) {
 		old := oldObj.(*core.Event)
 		var updated *core.Event
@@ -487,17 +488,6 @@ func apiOf(ctx context.Context) string {
 		return info.APIGroup
 	}
 	return "core"
-}
-
-// foldWriteContext is the context of the folder's own writes: a core/v1
-// request in namespace, so that the strategy holds them to the legacy rules
-// (which let count, lastTimestamp and series move on).
-func foldWriteContext(ctx context.Context, namespace string) context.Context {
-	ctx = genericapirequest.WithNamespace(ctx, namespace)
-	return genericapirequest.WithRequestInfo(ctx, &genericapirequest.RequestInfo{
-		IsResourceRequest: true, Verb: "update", APIPrefix: "api", APIVersion: "v1",
-		Namespace: namespace, Resource: "events",
-	})
 }
 
 func maxTime(a, b time.Time) time.Time {
