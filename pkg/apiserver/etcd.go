@@ -46,7 +46,7 @@ func (c CompletedConfig) installEtcdMaintenance(server *genericapiserver.Generic
 		mu.Lock()
 		defer mu.Unlock()
 		var ctx context.Context
-		ctx, cancel = context.WithCancel(hook)
+		ctx, cancel = context.WithCancel(hook) //nolint:gosec // cancel is called by the pre-shutdown hook below
 		done = make(chan struct{})
 		go func(done chan struct{}) {
 			defer close(done)

@@ -52,13 +52,13 @@ func (p *process) start() error {
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
-		out.Close()
+		_ = out.Close()
 		return err
 	}
 	exited := make(chan struct{})
 	go func() {
 		_ = cmd.Wait()
-		out.Close()
+		_ = out.Close()
 		close(exited)
 	}()
 	p.cmd, p.exited = cmd, exited

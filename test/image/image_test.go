@@ -155,10 +155,15 @@ func TestImageRunsNonRootOnReadOnlyRoot(t *testing.T) {
 		t.Cleanup(func() {
 			_ = cmd.Process.Signal(syscall.SIGTERM)
 			select {
-			case <-exited:
+			case err := <-exited:
+				if err != nil {
+					t.Logf("server exited: %v", err)
+				}
 			case <-time.After(30 * time.Second):
 				_ = cmd.Process.Kill()
-				<-exited
+				if err := <-exited; err != nil {
+					t.Logf("server killed: %v", err)
+				}
 			}
 			if t.Failed() {
 				t.Logf("server log:\n%s", log.String())

@@ -169,7 +169,7 @@ func Run(ctx context.Context, o *Options) error {
 func (o *Options) announceReady(hook genericapiserver.PostStartHookContext, config *apiserver.Config) {
 	logger := klog.FromContext(hook)
 	if err := waitReady(hook, hook.LoopbackClientConfig.Host, hook.LoopbackClientConfig.BearerToken,
-		hook.LoopbackClientConfig.TLSClientConfig.CAData, hook.LoopbackClientConfig.TLSClientConfig.ServerName); err != nil {
+		hook.LoopbackClientConfig.CAData, hook.LoopbackClientConfig.ServerName); err != nil {
 		logger.Error(err, "Server never became ready")
 		return
 	}

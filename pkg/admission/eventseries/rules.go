@@ -283,7 +283,7 @@ func isKnownState(state core.EventSeriesState) bool {
 // micro drops what MicroTime does not serialize, so that a value that went
 // through JSON compares equal to one that did not.
 func micro(t metav1.MicroTime) time.Time {
-	return t.Time.Truncate(time.Microsecond)
+	return t.Truncate(time.Microsecond)
 }
 
 func sameMicro(a, b metav1.MicroTime) bool {

@@ -189,17 +189,17 @@ func TestSweep(t *testing.T) {
 		},
 		{
 			name:   "unrelated change between list and write",
-			events: []*core.Event{stored("labelled", series(9, 40*time.Minute, ongoing))},
+			events: []*core.Event{stored("labeled", series(9, 40*time.Minute, ongoing))},
 			setup: func(s *memoryStore) {
-				s.concurrent["default/labelled"] = func(s *memoryStore, key string) {
+				s.concurrent["default/labeled"] = func(s *memoryStore, key string) {
 					e := s.events[key].DeepCopy()
 					e.Labels = map[string]string{"team": "web"}
 					s.put(e)
 				}
 			},
 			wantMarked: 1,
-			wantStates: map[string]core.EventSeriesState{"labelled": unknown},
-			wantWrites: []string{"default/labelled=Unknown"},
+			wantStates: map[string]core.EventSeriesState{"labeled": unknown},
+			wantWrites: []string{"default/labeled=Unknown"},
 		},
 		{
 			name:   "reporter finishes the series between list and write",
@@ -351,7 +351,7 @@ func TestSweeperRun(t *testing.T) {
 	select {
 	case <-done:
 	case <-time.After(10 * time.Second):
-		t.Fatal("Run did not return after its context was cancelled")
+		t.Fatal("Run did not return after its context was canceled")
 	}
 }
 

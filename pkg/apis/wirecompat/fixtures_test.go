@@ -52,11 +52,6 @@ func k8sPod() k8scorev1.ObjectReference {
 		APIVersion: "v1", ResourceVersion: "1234", FieldPath: "spec.containers{web}"}
 }
 
-func ourPod() corev1.ObjectReference {
-	return corev1.ObjectReference{Kind: "Pod", Namespace: "default", Name: "web-0", UID: "0b6b0f7e-1d2c-4e5f-8a9b-0c1d2e3f4a5b",
-		APIVersion: "v1", ResourceVersion: "1234", FieldPath: "spec.containers{web}"}
-}
-
 func internalPod() core.ObjectReference {
 	return core.ObjectReference{Kind: "Pod", Namespace: "default", Name: "web-0", UID: "0b6b0f7e-1d2c-4e5f-8a9b-0c1d2e3f4a5b",
 		APIVersion: "v1", ResourceVersion: "1234", FieldPath: "spec.containers{web}"}
@@ -64,10 +59,6 @@ func internalPod() core.ObjectReference {
 
 func k8sNode() *k8scorev1.ObjectReference {
 	return &k8scorev1.ObjectReference{Kind: "Node", Name: node1, UID: "9e8d7c6b-5a4f-4e3d-8c2b-1a0f9e8d7c6b", APIVersion: "v1"}
-}
-
-func ourNode() *corev1.ObjectReference {
-	return &corev1.ObjectReference{Kind: "Node", Name: node1, UID: "9e8d7c6b-5a4f-4e3d-8c2b-1a0f9e8d7c6b", APIVersion: "v1"}
 }
 
 func internalNode() *core.ObjectReference {

@@ -110,7 +110,7 @@ func TestEnsureCertRenews(t *testing.T) {
 	}, {
 		name: "a new CA",
 		change: func(dir string, _ *CA) (*CA, Spec, time.Time) {
-			os.Remove(filepath.Join(dir, "ca.crt"))
+			_ = os.Remove(filepath.Join(dir, "ca.crt"))
 			ca, err := EnsureCA(dir, "ca", "test-ca", now)
 			if err != nil {
 				panic(err)

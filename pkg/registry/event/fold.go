@@ -138,7 +138,7 @@ type foldedSeries struct {
 
 // eventStore is what the folder needs of the store.
 type eventStore interface {
-	rest.Creater
+	rest.Creater //nolint:misspell // the interface is named so in k8s.io/apiserver
 	rest.Updater
 }
 

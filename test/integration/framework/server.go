@@ -232,7 +232,8 @@ func (s *Server) start(listener net.Listener) error {
 func serverAbort(cancel context.CancelFunc, done <-chan error) error {
 	cancel()
 	select {
-	case <-done:
+	case err := <-done:
+		_ = err // the run ends with the abort's error
 		return nil
 	case <-time.After(serverStopTimeout):
 		return fmt.Errorf("events-apiserver did not stop in %v", serverStopTimeout)

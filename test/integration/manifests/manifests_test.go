@@ -797,7 +797,7 @@ func TestRBACGrantsWhatTheServerAndItsUsersNeed(t *testing.T) {
 			answer := strings.TrimSpace(stdout)
 			// can-i exits 1 for "no"; anything else is an error.
 			var exitErr *exec.ExitError
-			if err != nil && !(errors.As(err, &exitErr) && exitErr.ExitCode() == 1 && answer == "no") {
+			if err != nil && (!errors.As(err, &exitErr) || exitErr.ExitCode() != 1 || answer != "no") {
 				t.Fatalf("kubectl %s: %v\n%s%s", strings.Join(args, " "), err, stdout, stderr)
 			}
 			if got := answer == "yes"; got != tc.allowed {

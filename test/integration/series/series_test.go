@@ -48,7 +48,7 @@ func TestEventSeriesWithDefaults(t *testing.T) {
 		// NotFound, client-go creates the series, that create then gets
 		// AlreadyExists, and client-go patches again about 10s later: the
 		// wait covers both orders.
-		items := waitForEvents(t, c, namespace, "one event with a series", func(items []ourv1.Event) bool {
+		waitForEvents(t, c, namespace, "one event with a series", func(items []ourv1.Event) bool {
 			return len(items) == 1 && items[0].Series != nil
 		})
 		// client-go sends count 2 when the second occurrence turns the
@@ -56,7 +56,7 @@ func TestEventSeriesWithDefaults(t *testing.T) {
 		// heartbeat (30m) or the final write (6m after the last occurrence).
 		// Nothing more arrives in the meantime.
 		time.Sleep(time.Second)
-		items = waitForEvents(t, c, namespace, "the same event", func(items []ourv1.Event) bool { return true })
+		items := waitForEvents(t, c, namespace, "the same event", func(items []ourv1.Event) bool { return true })
 		if len(items) != 1 {
 			t.Fatalf("%d events stored, want exactly 1: %s", len(items), describe(items))
 		}

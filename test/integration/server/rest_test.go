@@ -533,11 +533,3 @@ func managedBy(entries []metav1.ManagedFieldsEntry, manager string, op metav1.Ma
 	}
 	return false
 }
-
-// statusOf is the Status of an API error, or an empty one.
-func statusOf(err error) metav1.Status {
-	if s, ok := err.(apierrors.APIStatus); ok {
-		return s.Status()
-	}
-	return metav1.Status{}
-}
