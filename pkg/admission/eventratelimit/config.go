@@ -1,17 +1,14 @@
 package eventratelimit
 
 import (
-	"bytes"
 	"fmt"
 	"io"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-	"k8s.io/apiserver/pkg/admission"
-	apiserverinstall "k8s.io/apiserver/pkg/apis/apiserver/install"
-	"sigs.k8s.io/yaml"
+
+	"github.com/kube-events/events-apiserver/pkg/admission/pluginconfig"
 
 	eventregistry "github.com/kube-events/events-apiserver/pkg/registry/event"
 )
@@ -159,23 +156,13 @@ func isLimitType(t LimitType) bool {
 // nil or empty reader yields the defaults. Unknown or duplicate fields, a
 // wrong apiVersion or kind and invalid values are errors.
 func LoadConfiguration(config io.Reader) (Config, error) {
-	if config == nil {
-		return DefaultConfig(), nil
-	}
-	data, err := io.ReadAll(config)
-	if err != nil {
-		return Config{}, fmt.Errorf("reading %s: %w", ConfigurationKind, err)
-	}
-	if len(bytes.TrimSpace(data)) == 0 {
-		return DefaultConfig(), nil
-	}
 	var file Configuration
-	if err := yaml.UnmarshalStrict(data, &file); err != nil {
-		return Config{}, fmt.Errorf("decoding %s: %w", ConfigurationKind, err)
+	found, err := pluginconfig.Decode(config, ConfigurationAPIVersion, ConfigurationKind, &file, &file.TypeMeta)
+	if err != nil {
+		return Config{}, err
 	}
-	if file.APIVersion != ConfigurationAPIVersion || file.Kind != ConfigurationKind {
-		return Config{}, fmt.Errorf("decoding %s: got apiVersion %q, kind %q; want apiVersion %q, kind %q",
-			ConfigurationKind, file.APIVersion, file.Kind, ConfigurationAPIVersion, ConfigurationKind)
+	if !found {
+		return DefaultConfig(), nil
 	}
 	cfg := DefaultConfig()
 	if file.Limits != nil {
@@ -220,13 +207,7 @@ func applyFolding(fold *eventregistry.FoldConfig, f *Folding) {
 // empty path, or a file without an EventRateLimit entry, yields the
 // defaults.
 func LoadFromAdmissionConfigFile(path string) (Config, error) {
-	configScheme := runtime.NewScheme()
-	apiserverinstall.Install(configScheme)
-	provider, err := admission.ReadAdmissionConfiguration([]string{PluginName}, path, configScheme)
-	if err != nil {
-		return Config{}, err
-	}
-	config, err := provider.ConfigFor(PluginName)
+	config, err := pluginconfig.ForPlugin(path, PluginName)
 	if err != nil {
 		return Config{}, err
 	}

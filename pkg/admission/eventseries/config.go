@@ -1,17 +1,14 @@
 package eventseries
 
 import (
-	"bytes"
 	"fmt"
 	"io"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-	"k8s.io/apiserver/pkg/admission"
-	apiserverinstall "k8s.io/apiserver/pkg/apis/apiserver/install"
-	"sigs.k8s.io/yaml"
+
+	"github.com/kube-events/events-apiserver/pkg/admission/pluginconfig"
 )
 
 // The apiVersion and kind of the plugin's configuration, as it appears in the
@@ -106,23 +103,13 @@ func (t Thresholds) Validate() field.ErrorList {
 // defaults. Unknown or duplicate fields, a wrong apiVersion or kind, and
 // durations that are not positive are errors.
 func LoadConfiguration(config io.Reader) (Thresholds, error) {
-	if config == nil {
-		return DefaultThresholds(), nil
-	}
-	data, err := io.ReadAll(config)
-	if err != nil {
-		return Thresholds{}, fmt.Errorf("reading %s: %w", ConfigurationKind, err)
-	}
-	if len(bytes.TrimSpace(data)) == 0 {
-		return DefaultThresholds(), nil
-	}
 	var cfg Configuration
-	if err := yaml.UnmarshalStrict(data, &cfg); err != nil {
-		return Thresholds{}, fmt.Errorf("decoding %s: %w", ConfigurationKind, err)
+	found, err := pluginconfig.Decode(config, ConfigurationAPIVersion, ConfigurationKind, &cfg, &cfg.TypeMeta)
+	if err != nil {
+		return Thresholds{}, err
 	}
-	if cfg.APIVersion != ConfigurationAPIVersion || cfg.Kind != ConfigurationKind {
-		return Thresholds{}, fmt.Errorf("decoding %s: got apiVersion %q, kind %q; want apiVersion %q, kind %q",
-			ConfigurationKind, cfg.APIVersion, cfg.Kind, ConfigurationAPIVersion, ConfigurationKind)
+	if !found {
+		return DefaultThresholds(), nil
 	}
 	thresholds := DefaultThresholds()
 	if cfg.FinishAfter != nil {
@@ -154,13 +141,7 @@ func LoadConfiguration(config io.Reader) (Thresholds, error) {
 // thresholds the plugin enforces. An empty path, or a file without an
 // EventSeries entry, yields the defaults.
 func LoadThresholdsFromAdmissionConfigFile(path string) (Thresholds, error) {
-	configScheme := runtime.NewScheme()
-	apiserverinstall.Install(configScheme)
-	provider, err := admission.ReadAdmissionConfiguration([]string{PluginName}, path, configScheme)
-	if err != nil {
-		return Thresholds{}, err
-	}
-	config, err := provider.ConfigFor(PluginName)
+	config, err := pluginconfig.ForPlugin(path, PluginName)
 	if err != nil {
 		return Thresholds{}, err
 	}
