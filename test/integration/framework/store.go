@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/registry/generic"
+	genericregistry "k8s.io/apiserver/pkg/registry/generic/registry"
 	"k8s.io/apiserver/pkg/storage/storagebackend"
 	"k8s.io/apiserver/pkg/util/compatibility"
 
@@ -15,9 +16,9 @@ import (
 )
 
 // StartEventStore returns the server's events store (registry, strategy,
-// TTL) on a real etcd of the envtest assets, without the rest of the
-// server, for tests of in-process writers; it is destroyed when the test
-// ends.
+// TTL, watch cache) on a real etcd of the envtest assets, without the rest
+// of the server, for tests of in-process writers and watchers; it is
+// destroyed when the test ends.
 func StartEventStore(t testing.TB) *eventregistry.REST {
 	t.Helper()
 	etcd := StartEtcd(t)
@@ -33,7 +34,8 @@ func StartEventStore(t testing.TB) *eventregistry.REST {
 }
 
 // storeRESTOptions builds the server's storage for events from its storage
-// factory, as the server does.
+// factory, behind a watch cache, as the server does: watchers see what the
+// server's watchers see (objects wrapped for encoding, bookmarks).
 type storeRESTOptions struct {
 	factory interface {
 		NewConfig(schema.GroupResource, runtime.Object) (*storagebackend.ConfigForResource, error)
@@ -47,7 +49,7 @@ func (o storeRESTOptions) GetRESTOptions(resource schema.GroupResource, example 
 		return generic.RESTOptions{}, err
 	}
 	return generic.RESTOptions{
-		StorageConfig: cfg, Decorator: generic.UndecoratedStorage,
+		StorageConfig: cfg, Decorator: genericregistry.StorageWithCacher(),
 		ResourcePrefix: o.factory.ResourcePrefix(resource), DeleteCollectionWorkers: 1,
 	}, nil
 }

@@ -10,6 +10,7 @@ import (
 	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
@@ -39,8 +40,13 @@ const relistAfter = time.Second
 // writers) get the state the EventSeries plugin gives a write through our
 // API: Finished when the write is the reporter's final one (its
 // lastObservedTime older than finishAfter when seen), Ongoing otherwise.
-// It watches the store for such events (field selector series.state=) and
-// writes with optimistic concurrency, so a newer write always wins.
+// An update through kube-apiserver drops the stored state too; the
+// controller gives it back by the same rule, judging the write alone: a
+// bypassing writer cannot be refused, so a series that kube-apiserver
+// reopens after it was Finished reads Ongoing again (through our API that
+// write would be refused). It watches the store for such events (field
+// selector series.state=) and writes with optimistic concurrency, so a
+// newer write always wins.
 type StateController struct {
 	events     *eventregistry.REST
 	thresholds eventseries.Thresholds
@@ -125,14 +131,29 @@ func (c *StateController) listAndWatch(ctx context.Context, queue workqueue.Type
 			}
 			switch e.Type {
 			case watch.Added, watch.Modified:
-				if event, ok := e.Object.(*core.Event); ok {
-					enqueue(queue, event)
+				event, err := eventOf(e.Object)
+				if err != nil {
+					return err
 				}
+				enqueue(queue, event)
 			case watch.Error:
 				return apierrors.FromObject(e.Object)
 			}
 		}
 	}
+}
+
+// eventOf unwraps a watched event: the watch cache hands out what it sends
+// to its watchers as a runtime.CacheableObject, to encode it once.
+func eventOf(obj runtime.Object) (*core.Event, error) {
+	if cacheable, ok := obj.(runtime.CacheableObject); ok {
+		obj = cacheable.GetObject()
+	}
+	event, ok := obj.(*core.Event)
+	if !ok {
+		return nil, fmt.Errorf("watching events returned %T", obj)
+	}
+	return event, nil
 }
 
 func enqueue(queue workqueue.TypedRateLimitingInterface[types.NamespacedName], event *core.Event) {

@@ -1,0 +1,182 @@
+package offload
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/strategicpatch"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/tools/record"
+
+	ourv1 "github.com/kube-events/events-apiserver/pkg/apis/events/v1"
+	"github.com/kube-events/events-apiserver/pkg/generated/clientset/versioned"
+)
+
+// finishAfter is the test server's finishAfter (admissionYAML).
+const finishAfter = 4 * time.Second
+
+// TestSeriesStateThroughKubeAPIServer records series through kube-apiserver
+// with client-go's tools/events recorder: kube-apiserver knows no
+// series.state, so the state comes from our server's controller (and
+// sweeper), by the rules a write through our API gets.
+func TestSeriesStateThroughKubeAPIServer(t *testing.T) {
+	ctx := testContext(t)
+	namespace := newNamespace(t)
+	kube := kubeClient(t, cluster.AdminConfig)
+	ours, err := versioned.NewForConfig(cluster.ServerConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ongoing, err := ours.EventsV1().Events(namespace).Watch(ctx, metav1.ListOptions{FieldSelector: "series.state=Ongoing"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ongoing.Stop()
+
+	// A legacy recorder writes count and lastTimestamp, never a series: its
+	// events get no state.
+	legacy := record.NewBroadcaster(record.WithContext(ctx))
+	defer legacy.Shutdown()
+	legacy.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kube.CoreV1().Events("")})
+	legacyRecorder := legacy.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "offload-kubelet"})
+
+	sink := &events.EventSinkImpl{Interface: kube.EventsV1()}
+	broadcaster := events.NewBroadcaster(sink)
+	if err := broadcaster.StartRecordingToSinkWithContext(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer broadcaster.Shutdown()
+	recorder := broadcaster.NewRecorder(scheme.Scheme, "offload-kubelet")
+	// The second occurrence of each makes it a series, written as a patch
+	// of the first: recorded once the first is stored (recorded at once,
+	// the patch may overtake the create, and the recorder retries 10s later).
+	occur := func() {
+		for _, pod := range []string{"finished", "abandoned"} {
+			recorder.Eventf(podRef(namespace, pod), nil, corev1.EventTypeWarning, "BackOff", "Restarting", "Back-off restarting failed container")
+			legacyRecorder.Eventf(podRef(namespace, pod), corev1.EventTypeWarning, "BackOff", "Back-off restarting failed container")
+		}
+	}
+	occur()
+	waitForNames(t, "first occurrences", []string{"abandoned", "finished"}, func(ctx context.Context) ([]string, error) {
+		list, err := ours.EventsV1().Events(namespace).List(ctx, metav1.ListOptions{FieldSelector: "action=Restarting"})
+		if err != nil {
+			return nil, err
+		}
+		var names []string
+		for _, e := range list.Items {
+			names = append(names, e.Regarding.Name)
+		}
+		return names, nil
+	})
+	occur()
+
+	// Both series reach the Ongoing watch, with no write through our API.
+	delivered := map[string]*ourv1.Event{}
+	for len(delivered) < 2 {
+		select {
+		case e := <-ongoing.ResultChan():
+			event, ok := e.Object.(*ourv1.Event)
+			if !ok || e.Type != watch.Added {
+				t.Fatalf("series.state=Ongoing watch: %s %T, want ADDED events", e.Type, e.Object)
+			}
+			delivered[event.Regarding.Name] = event
+		case <-time.After(15 * time.Second):
+			t.Fatalf("series.state=Ongoing watch: delivered %d series within 15s, want 2", len(delivered))
+		}
+	}
+	for pod, event := range delivered {
+		if event.Series == nil || event.Series.Count != 2 || event.Series.State != ourv1.EventSeriesStateOngoing {
+			t.Errorf("%s: series %+v, want count 2 Ongoing", pod, event.Series)
+		}
+	}
+	list, err := ours.EventsV1().Events(namespace).List(ctx, metav1.ListOptions{FieldSelector: "series.state=Ongoing,reportingController=offload-kubelet"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Items) != 2 {
+		t.Errorf("series.state=Ongoing lists %d events, want the 2 series (legacy events have none)", len(list.Items))
+	}
+
+	// client-go's final write re-sends the cached series once it is older
+	// than its finishTime; kube-apiserver drops our state on that update.
+	finished := delivered["finished"]
+	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
+		return time.Since(finished.Series.LastObservedTime.Time) > finishAfter, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sink.Patch(ctx, finalWrite(t, finished), seriesPatch(t, finished)); err != nil {
+		t.Fatalf("final write through kube-apiserver: %v", err)
+	}
+
+	for _, tc := range []struct {
+		pod  string
+		want ourv1.EventSeriesState
+	}{
+		{"finished", ourv1.EventSeriesStateFinished},
+		// heartbeatInterval + heartbeatSlack of silence (admissionYAML).
+		{"abandoned", ourv1.EventSeriesStateUnknown},
+	} {
+		t.Run(tc.pod, func(t *testing.T) {
+			var got *ourv1.Event
+			err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+				got, err = ours.EventsV1().Events(namespace).Get(ctx, delivered[tc.pod].Name, metav1.GetOptions{})
+				return err == nil && got.Series != nil && got.Series.State == tc.want, nil
+			})
+			if err != nil {
+				t.Fatalf("series of %s: %+v, want %s: %v", tc.pod, got.Series, tc.want, err)
+			}
+			if diff := cmp.Diff(int32(2), got.Series.Count); diff != "" {
+				t.Errorf("series.count (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// finalWrite is the series as tools/events holds it in its cache and
+// re-sends it as its final write: as kube-apiserver's events.k8s.io/v1
+// serves it.
+func finalWrite(t *testing.T, ours *ourv1.Event) *eventsv1.Event {
+	t.Helper()
+	data, err := json.Marshal(ours)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var event eventsv1.Event
+	if err := json.Unmarshal(data, &event); err != nil {
+		t.Fatal(err)
+	}
+	return &event
+}
+
+// seriesPatch is the patch tools/events sends for a series (its
+// createPatchBytesForSeries): the event without and with its series.
+func seriesPatch(t *testing.T, ours *ourv1.Event) []byte {
+	t.Helper()
+	event := finalWrite(t, ours)
+	withoutSeries := event.DeepCopy()
+	withoutSeries.Series = nil
+	oldData, err := json.Marshal(withoutSeries)
+	if err != nil {
+		t.Fatal(err)
+	}
+	newData, err := json.Marshal(event)
+	if err != nil {
+		t.Fatal(err)
+	}
+	patch, err := strategicpatch.CreateTwoWayMergePatch(oldData, newData, eventsv1.Event{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return patch
+}
