@@ -34,23 +34,25 @@ var ObjectReferenceFields = []string{"kind", "namespace", "name", "uid", "apiVer
 
 // CoreV1FieldLabels maps the field labels core/v1 accepts to canonical labels.
 func CoreV1FieldLabels() map[string]string {
-	m := identity(FieldName, FieldNamespace, FieldReason, FieldAction, FieldSource,
-		FieldReportingComponent, FieldReportingInstance, FieldType, FieldSeriesState)
-	for _, f := range ObjectReferenceFields {
-		m[PrefixInvolvedObject+f] = PrefixInvolvedObject + f
-		m[PrefixRelated+f] = PrefixRelated + f
-	}
+	m := fieldLabels(CoreV1FieldNames)
+	m[CoreV1FieldNames.Source] = FieldSource
 	return m
 }
 
 // EventsFieldLabels maps the field labels events.k8s.io (v1beta1 and v1)
-// accepts to canonical labels.
+// accepts to canonical labels: its names (FieldNames) of the core/v1 ones.
+// Its deprecatedSource is not selectable.
 func EventsFieldLabels() map[string]string {
+	return fieldLabels(EventsFieldNames)
+}
+
+// fieldLabels are the labels every version accepts, named as in names.
+func fieldLabels(names FieldNames) map[string]string {
 	m := identity(FieldName, FieldNamespace, FieldReason, FieldAction,
 		FieldReportingInstance, FieldType, FieldSeriesState)
-	m["reportingController"] = FieldReportingComponent
+	m[names.ReportingController] = FieldReportingComponent
 	for _, f := range ObjectReferenceFields {
-		m["regarding."+f] = PrefixInvolvedObject + f
+		m[names.Regarding+"."+f] = PrefixInvolvedObject + f
 		m[PrefixRelated+f] = PrefixRelated + f
 	}
 	return m

@@ -67,13 +67,15 @@ func (p *Plugin) Admit(_ context.Context, a admission.Attributes, _ admission.Ob
 	return nil
 }
 
-// Validate refuses writes that break the series rules with 422 Invalid.
+// Validate refuses with 422 Invalid a series made Unknown while its
+// reporter may still be alive. The rules that do not depend on the clock
+// are validation's, which every writer meets.
 func (p *Plugin) Validate(_ context.Context, a admission.Attributes, _ admission.ObjectInterfaces) error {
 	newEvent, oldEvent, ok, err := eventsOf(a)
 	if !ok || err != nil {
 		return err
 	}
-	errs := validateSeries(newEvent, oldEvent, p.clock.Now(), p.thresholds, fieldNamesFor(a.GetResource().Group))
+	errs := validateUnknown(newEvent, oldEvent, p.clock.Now(), p.thresholds)
 	if len(errs) == 0 {
 		return nil
 	}

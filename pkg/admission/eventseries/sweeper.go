@@ -11,6 +11,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/kube-events/events-apiserver/pkg/apis/core"
+	"github.com/kube-events/events-apiserver/pkg/apis/core/validation"
 )
 
 // DefaultSweepInterval is how often the server should run the sweeper: the
@@ -112,8 +113,8 @@ func (s *Sweeper) Sweep(ctx context.Context) (int, error) {
 // a write that sets Unknown, so the sweeper's writes pass admission.
 func (s *Sweeper) abandoned(event *core.Event) bool {
 	return event.Series != nil &&
-		effectiveState(event.Series.State) == core.EventSeriesStateOngoing &&
-		quietFor(event.Series, s.clock.Now(), s.thresholds.AbandonedAfter())
+		validation.EffectiveSeriesState(event.Series.State) == core.EventSeriesStateOngoing &&
+		QuietFor(event.Series, s.clock.Now(), s.thresholds.AbandonedAfter())
 }
 
 // markUnknown writes Unknown into event's series. On a conflict it re-reads

@@ -2,7 +2,6 @@ package validation
 
 import (
 	"fmt"
-	"reflect"
 	"time"
 
 	apimachineryvalidation "k8s.io/apimachinery/pkg/api/validation"
@@ -64,30 +63,38 @@ type rules struct {
 	reportingController *field.Path
 	// sourceUnsetDetail explains why the source may not be set on create.
 	sourceUnsetDetail string
+	// seriesCountDetail and lastObservedRequiredDetail explain the series
+	// content rules, in the words each version has always used.
+	seriesCountDetail          string
+	lastObservedRequiredDetail string
+}
+
+// newRules returns the rules of a version with the given field names.
+func newRules(strict bool, names eventconversion.FieldNames) rules {
+	r := rules{
+		strict:                     strict,
+		regarding:                  field.NewPath(names.Regarding),
+		note:                       field.NewPath(names.Note),
+		source:                     field.NewPath(names.Source),
+		firstTimestamp:             field.NewPath(names.FirstTimestamp),
+		lastTimestamp:              field.NewPath(names.LastTimestamp),
+		count:                      field.NewPath(names.Count),
+		reportingController:        field.NewPath(names.ReportingController),
+		seriesCountDetail:          SeriesCountDetail,
+		lastObservedRequiredDetail: "the time the last occurrence of the series was observed",
+	}
+	if strict {
+		r.sourceUnsetDetail = MustBeUnsetOnCreateDetail
+	} else {
+		r.seriesCountDetail = "must be at least 2: an event observed once is a singleton and has no series"
+		r.lastObservedRequiredDetail = "a series must say when it was last observed"
+	}
+	return r
 }
 
 var (
-	coreV1Rules = rules{
-		strict:              false,
-		regarding:           field.NewPath("involvedObject"),
-		note:                field.NewPath("message"),
-		source:              field.NewPath("source"),
-		firstTimestamp:      field.NewPath("firstTimestamp"),
-		lastTimestamp:       field.NewPath("lastTimestamp"),
-		count:               field.NewPath("count"),
-		reportingController: field.NewPath("reportingComponent"),
-	}
-	eventsV1Rules = rules{
-		strict:              true,
-		regarding:           field.NewPath("regarding"),
-		note:                field.NewPath("note"),
-		source:              field.NewPath("deprecatedSource"),
-		firstTimestamp:      field.NewPath("deprecatedFirstTimestamp"),
-		lastTimestamp:       field.NewPath("deprecatedLastTimestamp"),
-		count:               field.NewPath("deprecatedCount"),
-		reportingController: field.NewPath("reportingController"),
-		sourceUnsetDetail:   MustBeUnsetOnCreateDetail,
-	}
+	coreV1Rules        = newRules(false, eventconversion.CoreV1FieldNames)
+	eventsV1Rules      = newRules(true, eventconversion.EventsFieldNames)
 	eventsV1beta1Rules = func() rules {
 		r := eventsV1Rules
 		r.sourceUnsetDetail = MustBeUnsetOnCreateDetail + " (deprecatedHost included)"
@@ -115,7 +122,7 @@ func rulesFor(requestVersion schema.GroupVersion) rules {
 func ValidateEventCreate(event *core.Event, requestVersion schema.GroupVersion) field.ErrorList {
 	r := rulesFor(requestVersion)
 	if !r.strict {
-		return validateLegacyEvent(event, r)
+		return append(validateLegacyEvent(event, r), validateSeriesContent(event, r)...)
 	}
 
 	allErrs := apimachineryvalidation.ValidateObjectMeta(&event.ObjectMeta, true, apimachineryvalidation.NameIsDNSSubdomain, field.NewPath("metadata"))
@@ -126,7 +133,7 @@ func ValidateEventCreate(event *core.Event, requestVersion schema.GroupVersion) 
 	allErrs = append(allErrs, validateReportingFields(event, r)...)
 	allErrs = append(allErrs, validateEventType(event.Type)...)
 	allErrs = append(allErrs, validateSeriesState(event.Series)...)
-	allErrs = append(allErrs, validateSeriesOccurrences(event.Series)...)
+	allErrs = append(allErrs, validateSeriesContent(event, r)...)
 	allErrs = append(allErrs, validateDeprecatedHost(event)...)
 
 	// The deprecated fields belong to core/v1 writers; events.k8s.io writers
@@ -147,21 +154,19 @@ func ValidateEventCreate(event *core.Event, requestVersion schema.GroupVersion) 
 }
 
 // ValidateEventUpdate validates an update of oldEvent to newEvent written
-// through requestVersion. Every update must leave a valid legacy event;
-// events.k8s.io updates may moreover only advance the series (and metadata):
-// what identifies the event and what it reported stays as it was.
+// through requestVersion. Every update must leave a valid legacy event and
+// meet the series rules (series.go); events.k8s.io updates may moreover only
+// advance the series (and metadata): what identifies the event and what it
+// reported stays as it was.
 func ValidateEventUpdate(newEvent, oldEvent *core.Event, requestVersion schema.GroupVersion) field.ErrorList {
 	r := rulesFor(requestVersion)
 	allErrs := validateLegacyEvent(newEvent, r)
+	allErrs = append(allErrs, validateSeriesUpdate(newEvent, oldEvent, r)...)
 	if !r.strict {
 		return allErrs
 	}
 
 	allErrs = append(allErrs, apimachineryvalidation.ValidateObjectMetaUpdate(&newEvent.ObjectMeta, &oldEvent.ObjectMeta, field.NewPath("metadata"))...)
-	if !reflect.DeepEqual(newEvent.Series, oldEvent.Series) {
-		// series.state was checked with the legacy rules above.
-		allErrs = append(allErrs, validateSeriesOccurrences(newEvent.Series)...)
-	}
 
 	immutable := func(newVal, oldVal any, path *field.Path) {
 		allErrs = append(allErrs, apimachineryvalidation.ValidateImmutableField(newVal, oldVal, path)...)
@@ -292,23 +297,6 @@ func validateSeriesState(series *core.EventSeries) field.ErrorList {
 		}
 	}
 	return field.ErrorList{field.NotSupported(field.NewPath("series", "state"), string(series.State), supportedSeriesStates)}
-}
-
-// validateSeriesOccurrences checks that a series stands for at least two
-// occurrences and says when the last one was observed.
-func validateSeriesOccurrences(series *core.EventSeries) field.ErrorList {
-	if series == nil {
-		return nil
-	}
-	var allErrs field.ErrorList
-	path := field.NewPath("series")
-	if series.Count < 2 {
-		allErrs = append(allErrs, field.Invalid(path.Child("count"), series.Count, SeriesCountDetail))
-	}
-	if series.LastObservedTime.IsZero() {
-		allErrs = append(allErrs, field.Required(path.Child("lastObservedTime"), "the time the last occurrence of the series was observed"))
-	}
-	return allErrs
 }
 
 // validateDeprecatedHost rejects a v1beta1 write whose deprecatedHost

@@ -16,57 +16,27 @@ import (
 	corev1 "github.com/kube-events/events-apiserver/pkg/apis/core/v1"
 	eventsv1 "github.com/kube-events/events-apiserver/pkg/apis/events/v1"
 	eventsv1beta1 "github.com/kube-events/events-apiserver/pkg/apis/events/v1beta1"
+	eventconversion "github.com/kube-events/events-apiserver/pkg/conversion"
 )
 
 // version is a served API version with the names it gives the fields whose
 // names differ between core/v1 and events.k8s.io.
 type version struct {
-	gv                  schema.GroupVersion
-	strict              bool
-	regarding           string
-	note                string
-	source              string
-	firstTimestamp      string
-	lastTimestamp       string
-	count               string
-	reportingController string
-	sourceUnsetDetail   string
+	gv     schema.GroupVersion
+	strict bool
+	eventconversion.FieldNames
+	sourceUnsetDetail string
 }
 
 var (
-	coreV1 = version{
-		gv:                  corev1.SchemeGroupVersion,
-		regarding:           "involvedObject",
-		note:                "message",
-		source:              "source",
-		firstTimestamp:      "firstTimestamp",
-		lastTimestamp:       "lastTimestamp",
-		count:               "count",
-		reportingController: "reportingComponent",
-	}
+	coreV1        = version{gv: corev1.SchemeGroupVersion, FieldNames: eventconversion.CoreV1FieldNames}
 	eventsV1beta1 = version{
-		gv:                  eventsv1beta1.SchemeGroupVersion,
-		strict:              true,
-		regarding:           "regarding",
-		note:                "note",
-		source:              "deprecatedSource",
-		firstTimestamp:      "deprecatedFirstTimestamp",
-		lastTimestamp:       "deprecatedLastTimestamp",
-		count:               "deprecatedCount",
-		reportingController: "reportingController",
-		sourceUnsetDetail:   "needs to be unset when creating an event through events.k8s.io (deprecatedHost included)",
+		gv: eventsv1beta1.SchemeGroupVersion, strict: true, FieldNames: eventconversion.EventsFieldNames,
+		sourceUnsetDetail: "needs to be unset when creating an event through events.k8s.io (deprecatedHost included)",
 	}
 	eventsV1 = version{
-		gv:                  eventsv1.SchemeGroupVersion,
-		strict:              true,
-		regarding:           "regarding",
-		note:                "note",
-		source:              "deprecatedSource",
-		firstTimestamp:      "deprecatedFirstTimestamp",
-		lastTimestamp:       "deprecatedLastTimestamp",
-		count:               "deprecatedCount",
-		reportingController: "reportingController",
-		sourceUnsetDetail:   "needs to be unset when creating an event through events.k8s.io",
+		gv: eventsv1.SchemeGroupVersion, strict: true, FieldNames: eventconversion.EventsFieldNames,
+		sourceUnsetDetail: "needs to be unset when creating an event through events.k8s.io",
 	}
 	allVersions = []version{coreV1, eventsV1beta1, eventsV1}
 )
@@ -152,7 +122,7 @@ func requiredEventTime() *field.Error {
 }
 
 func requiredReportingController(v version) *field.Error {
-	return field.Required(pathOf(v.reportingController), "the name of the controller that emitted the event, e.g. kubernetes.io/kubelet")
+	return field.Required(pathOf(v.ReportingController), "the name of the controller that emitted the event, e.g. kubernetes.io/kubelet")
 }
 
 func requiredReportingInstance() *field.Error {
@@ -178,11 +148,11 @@ func mustBeUnset(path string, value any) *field.Error {
 }
 
 func sourceMustBeUnset(v version, source core.EventSource) *field.Error {
-	return field.Invalid(pathOf(v.source), source, v.sourceUnsetDetail)
+	return field.Invalid(pathOf(v.Source), source, v.sourceUnsetDetail)
 }
 
 func namespaceMismatch(v version, regardingNamespace, detail string) *field.Error {
-	return field.Invalid(pathOf(v.regarding).Child("namespace"), regardingNamespace, detail)
+	return field.Invalid(pathOf(v.Regarding).Child("namespace"), regardingNamespace, detail)
 }
 
 func immutable(path string, value any) *field.Error {
@@ -204,9 +174,9 @@ func recordEventStrictErrors(v version, source core.EventSource) field.ErrorList
 	return errs(
 		requiredEventTime(),
 		requiredAction(),
-		mustBeUnset(v.firstTimestamp, legacyTime),
-		mustBeUnset(v.lastTimestamp, legacyTime),
-		mustBeUnset(v.count, int32(1)),
+		mustBeUnset(v.FirstTimestamp, legacyTime),
+		mustBeUnset(v.LastTimestamp, legacyTime),
+		mustBeUnset(v.Count, int32(1)),
 		sourceMustBeUnset(v, source),
 	)
 }
@@ -265,7 +235,7 @@ func TestValidateEventCreate(t *testing.T) {
 			}),
 			legacy: none,
 			strict: func(v version) field.ErrorList {
-				return errs(requiredEventTime(), requiredReportingInstance(), tooLong(v.note, NoteLengthLimit))
+				return errs(requiredEventTime(), requiredReportingInstance(), tooLong(v.Note, NoteLengthLimit))
 			},
 		},
 
@@ -362,7 +332,7 @@ func TestValidateEventCreate(t *testing.T) {
 		func() createCase {
 			c := createCase{name: "reportingController not a qualified name", event: with(newStyleEvent(), func(e *core.Event) { e.ReportingController = "default scheduler" })}
 			c.legacy, c.strict = inAll(func(v version) field.ErrorList {
-				return errs(field.Invalid(pathOf(v.reportingController), "default scheduler", qualifiedNameDetail))
+				return errs(field.Invalid(pathOf(v.ReportingController), "default scheduler", qualifiedNameDetail))
 			})
 			return c
 		}(),
@@ -427,7 +397,7 @@ func TestValidateEventCreate(t *testing.T) {
 		},
 		func() createCase {
 			c := createCase{name: "note of 1025 bytes", event: with(newStyleEvent(), func(e *core.Event) { e.Message = strings.Repeat("n", 1025) })}
-			c.legacy, c.strict = inAll(func(v version) field.ErrorList { return errs(tooLong(v.note, NoteLengthLimit)) })
+			c.legacy, c.strict = inAll(func(v version) field.ErrorList { return errs(tooLong(v.Note, NoteLengthLimit)) })
 			return c
 		}(),
 		{
@@ -437,7 +407,7 @@ func TestValidateEventCreate(t *testing.T) {
 		},
 		func() createCase {
 			c := createCase{name: "note of 513 two-byte characters is over the limit", event: with(newStyleEvent(), func(e *core.Event) { e.Message = strings.Repeat("é", 513) })}
-			c.legacy, c.strict = inAll(func(v version) field.ErrorList { return errs(tooLong(v.note, NoteLengthLimit)) })
+			c.legacy, c.strict = inAll(func(v version) field.ErrorList { return errs(tooLong(v.Note, NoteLengthLimit)) })
 			return c
 		}(),
 
@@ -471,17 +441,24 @@ func TestValidateEventCreate(t *testing.T) {
 			legacy: none, strict: none,
 		},
 		{
-			name:   "series of count 1",
-			event:  with(newStyleEvent(), seriesOf(1, lastObserved, "")),
-			legacy: none,
+			name:  "series of count 1",
+			event: with(newStyleEvent(), seriesOf(1, lastObserved, "")),
+			legacy: func(version) field.ErrorList {
+				return errs(field.Invalid(pathOf("series").Child("count"), int32(1), "must be at least 2: an event observed once is a singleton and has no series"))
+			},
 			strict: func(version) field.ErrorList {
 				return errs(field.Invalid(pathOf("series").Child("count"), int32(1), "must be at least 2: a series stands for two or more occurrences"))
 			},
 		},
 		{
-			name:   "series without count and lastObservedTime",
-			event:  with(newStyleEvent(), seriesOf(0, metav1.MicroTime{}, "")),
-			legacy: none,
+			name:  "series without count and lastObservedTime",
+			event: with(newStyleEvent(), seriesOf(0, metav1.MicroTime{}, "")),
+			legacy: func(version) field.ErrorList {
+				return errs(
+					field.Invalid(pathOf("series").Child("count"), int32(0), "must be at least 2: an event observed once is a singleton and has no series"),
+					field.Required(pathOf("series").Child("lastObservedTime"), "a series must say when it was last observed"),
+				)
+			},
 			strict: func(version) field.ErrorList {
 				return errs(
 					field.Invalid(pathOf("series").Child("count"), int32(0), "must be at least 2: a series stands for two or more occurrences"),
@@ -489,6 +466,13 @@ func TestValidateEventCreate(t *testing.T) {
 				)
 			},
 		},
+		func() createCase {
+			c := createCase{name: "series last observed before its eventTime", event: with(newStyleEvent(), seriesOf(2, metav1.NewMicroTime(eventTime.Add(-time.Second)), ""))}
+			c.legacy, c.strict = inAll(func(version) field.ErrorList {
+				return errs(field.Invalid(pathOf("series").Child("lastObservedTime"), "2026-03-01T09:59:59.123456Z", "may not be before eventTime (2026-03-01T10:00:00.123456Z)"))
+			})
+			return c
+		}(),
 		{
 			name:   "series Ongoing",
 			event:  with(newStyleEvent(), seriesOf(2, lastObserved, core.EventSeriesStateOngoing)),
@@ -514,7 +498,12 @@ func TestValidateEventCreate(t *testing.T) {
 				name:  "legacy event with an unknown series state and no eventTime",
 				event: with(recordEvent(), seriesOf(1, metav1.MicroTime{}, "ongoing")),
 			}
-			c.legacy = func(version) field.ErrorList { return errs(badSeriesState("ongoing")) }
+			c.legacy = func(version) field.ErrorList {
+				return errs(badSeriesState("ongoing"),
+					field.Invalid(pathOf("series").Child("count"), int32(1), "must be at least 2: an event observed once is a singleton and has no series"),
+					field.Required(pathOf("series").Child("lastObservedTime"), "a series must say when it was last observed"),
+				)
+			}
 			c.strict = func(v version) field.ErrorList {
 				return append(recordEventStrictErrors(v, recordEvent().Source),
 					badSeriesState("ongoing"),
@@ -530,19 +519,19 @@ func TestValidateEventCreate(t *testing.T) {
 			name:   "deprecatedFirstTimestamp set",
 			event:  with(newStyleEvent(), func(e *core.Event) { e.FirstTimestamp = legacyTime }),
 			legacy: none,
-			strict: func(v version) field.ErrorList { return errs(mustBeUnset(v.firstTimestamp, legacyTime)) },
+			strict: func(v version) field.ErrorList { return errs(mustBeUnset(v.FirstTimestamp, legacyTime)) },
 		},
 		{
 			name:   "deprecatedLastTimestamp set",
 			event:  with(newStyleEvent(), func(e *core.Event) { e.LastTimestamp = legacyTime }),
 			legacy: none,
-			strict: func(v version) field.ErrorList { return errs(mustBeUnset(v.lastTimestamp, legacyTime)) },
+			strict: func(v version) field.ErrorList { return errs(mustBeUnset(v.LastTimestamp, legacyTime)) },
 		},
 		{
 			name:   "deprecatedCount set",
 			event:  with(newStyleEvent(), func(e *core.Event) { e.Count = 3 }),
 			legacy: none,
-			strict: func(v version) field.ErrorList { return errs(mustBeUnset(v.count, int32(3))) },
+			strict: func(v version) field.ErrorList { return errs(mustBeUnset(v.Count, int32(3))) },
 		},
 		{
 			name:   "deprecatedSource.component set",
@@ -635,6 +624,8 @@ func storedRecordEvent() *core.Event {
 }
 
 func TestValidateEventUpdate(t *testing.T) {
+	// identityChange changes what upstream keeps as reported: events.k8s.io
+	// refuses it for every event, core/v1 lets it be.
 	identityChange := func(name string, mutate func(*core.Event), path func(version) string, value func(*core.Event) any) updateCase {
 		return updateCase{
 			name:   name,
@@ -644,6 +635,21 @@ func TestValidateEventUpdate(t *testing.T) {
 				return errs(immutable(path(v), value(with(storedSeries(), mutate))))
 			},
 		}
+	}
+	// seriesIdentityChange changes what makes the events of a series
+	// isomorphic: refused in every version, core/v1 saying why.
+	seriesIdentityChange := func(name string, mutate func(*core.Event), path func(version) string, value func(*core.Event) any, legacy *field.Error) updateCase {
+		c := identityChange(name, mutate, path, value)
+		c.legacy = func(version) field.ErrorList { return errs(legacy) }
+		return c
+	}
+	identityErr := func(path string, value any) *field.Error {
+		return field.Invalid(pathOf(path), value, SeriesIdentityDetail)
+	}
+	relatedAdded := field.Forbidden(pathOf("related"), "may not be added: "+SeriesIdentityDetail)
+	finished := with(storedSeries(), func(e *core.Event) { e.Series.State = core.EventSeriesStateFinished })
+	finishedIsFinal := func(path *field.Path, value any, detail string) *field.Error {
+		return field.Invalid(path, value, detail+": "+FinishedIsFinalDetail)
 	}
 	fixed := func(path string) func(version) string { return func(version) string { return path } }
 
@@ -674,23 +680,99 @@ func TestValidateEventUpdate(t *testing.T) {
 			legacy: none, strict: none,
 		},
 
+		{
+			name:   "Unknown series back to Ongoing: its reporter is back",
+			old:    with(storedSeries(), func(e *core.Event) { e.Series.State = core.EventSeriesStateUnknown }),
+			new:    func(e *core.Event) { e.Series.State = core.EventSeriesStateOngoing },
+			legacy: none, strict: none,
+		},
+		{
+			name:   "Finished series: the same final write again",
+			old:    finished,
+			new:    func(e *core.Event) { e.Labels = map[string]string{"team": "shop"} },
+			legacy: none, strict: none,
+		},
+
 		// Series changes that are re-validated.
 		{
-			name:   "series.count lowered to 1",
-			new:    func(e *core.Event) { e.Series.Count = 1 },
-			legacy: none,
+			name: "series.count lowered to 1",
+			new:  func(e *core.Event) { e.Series.Count = 1 },
+			legacy: func(version) field.ErrorList {
+				return errs(field.Invalid(pathOf("series").Child("count"), int32(1), "must be at least 2: an event observed once is a singleton and has no series"),
+					field.Invalid(pathOf("series").Child("count"), int32(1), "may not decrease (was 2)"))
+			},
+			strict: func(version) field.ErrorList {
+				return errs(field.Invalid(pathOf("series").Child("count"), int32(1), "must be at least 2: a series stands for two or more occurrences"),
+					field.Invalid(pathOf("series").Child("count"), int32(1), "may not decrease (was 2)"))
+			},
+		},
+		{
+			name: "series.lastObservedTime cleared",
+			new:  func(e *core.Event) { e.Series.LastObservedTime = metav1.MicroTime{} },
+			legacy: func(version) field.ErrorList {
+				return errs(field.Required(pathOf("series").Child("lastObservedTime"), "a series must say when it was last observed"),
+					field.Invalid(pathOf("series").Child("lastObservedTime"), "0001-01-01T00:00:00.000000Z", "may not move backwards (was 2026-03-01T10:05:00.123456Z)"))
+			},
+			strict: func(version) field.ErrorList {
+				return errs(field.Required(pathOf("series").Child("lastObservedTime"), "the time the last occurrence of the series was observed"),
+					field.Invalid(pathOf("series").Child("lastObservedTime"), "0001-01-01T00:00:00.000000Z", "may not move backwards (was 2026-03-01T10:05:00.123456Z)"))
+			},
+		},
+		func() updateCase {
+			c := updateCase{name: "series.lastObservedTime before eventTime", new: func(e *core.Event) {
+				e.Series.Count = 3
+				e.Series.LastObservedTime = metav1.NewMicroTime(eventTime.Add(-time.Second))
+			}}
+			c.legacy, c.strict = inAll(func(version) field.ErrorList {
+				return errs(field.Invalid(pathOf("series").Child("lastObservedTime"), "2026-03-01T09:59:59.123456Z", "may not be before eventTime (2026-03-01T10:00:00.123456Z)"),
+					field.Invalid(pathOf("series").Child("lastObservedTime"), "2026-03-01T09:59:59.123456Z", "may not move backwards (was 2026-03-01T10:05:00.123456Z)"))
+			})
+			return c
+		}(),
+		{
+			name: "singleton becomes a series of one",
+			old:  with(storedSeries(), func(e *core.Event) { e.Series = nil }),
+			new:  func(e *core.Event) { e.Series = &core.EventSeries{Count: 1, LastObservedTime: lastObserved} },
+			legacy: func(version) field.ErrorList {
+				return errs(field.Invalid(pathOf("series").Child("count"), int32(1), "must be at least 2: an event observed once is a singleton and has no series"))
+			},
 			strict: func(version) field.ErrorList {
 				return errs(field.Invalid(pathOf("series").Child("count"), int32(1), "must be at least 2: a series stands for two or more occurrences"))
 			},
 		},
-		{
-			name:   "series.lastObservedTime cleared",
-			new:    func(e *core.Event) { e.Series.LastObservedTime = metav1.MicroTime{} },
-			legacy: none,
-			strict: func(version) field.ErrorList {
-				return errs(field.Required(pathOf("series").Child("lastObservedTime"), "the time the last occurrence of the series was observed"))
-			},
-		},
+		func() updateCase {
+			c := updateCase{name: "Finished series to Unknown", old: finished, new: func(e *core.Event) { e.Series.State = core.EventSeriesStateUnknown }}
+			c.legacy, c.strict = inAll(func(version) field.ErrorList {
+				return errs(finishedIsFinal(pathOf("series").Child("state"), "Unknown", "may not change once the series is Finished"))
+			})
+			return c
+		}(),
+		func() updateCase {
+			c := updateCase{name: "series removed", new: func(e *core.Event) { e.Series = nil }}
+			c.legacy, c.strict = inAll(func(version) field.ErrorList {
+				return errs(field.Required(pathOf("series"), "may not be removed from an event series (was count 2, state Ongoing)"))
+			})
+			return c
+		}(),
+		func() updateCase {
+			c := updateCase{name: "Finished series back to Ongoing", old: finished, new: func(e *core.Event) { e.Series.State = core.EventSeriesStateOngoing }}
+			c.legacy, c.strict = inAll(func(version) field.ErrorList {
+				return errs(finishedIsFinal(pathOf("series").Child("state"), "Ongoing", "may not change once the series is Finished"))
+			})
+			return c
+		}(),
+		func() updateCase {
+			c := updateCase{name: "Finished series counts on", old: finished, new: func(e *core.Event) {
+				e.Series.Count = 3
+				e.Series.LastObservedTime = metav1.NewMicroTime(lastObserved.Add(time.Minute))
+			}}
+			c.legacy, c.strict = inAll(func(version) field.ErrorList {
+				return errs(finishedIsFinal(pathOf("series").Child("count"), int32(3), "may not change once the series is Finished (was 2)"),
+					finishedIsFinal(pathOf("series").Child("lastObservedTime"), "2026-03-01T10:06:00.123456Z",
+						"may not change once the series is Finished (was 2026-03-01T10:05:00.123456Z)"))
+			})
+			return c
+		}(),
 		{
 			name:   "a stored series of count 1 is not re-validated when the series is untouched",
 			old:    with(storedSeries(), func(e *core.Event) { e.Series.Count = 1 }),
@@ -704,35 +786,58 @@ func TestValidateEventUpdate(t *testing.T) {
 		}(),
 
 		// The series identity, one field at a time.
-		identityChange("regarding changed", func(e *core.Event) { e.InvolvedObject.Name = "web-1" },
-			func(v version) string { return v.regarding }, func(e *core.Event) any { return e.InvolvedObject }),
-		identityChange("related added", func(e *core.Event) { e.Related = &core.ObjectReference{APIVersion: "v1", Kind: "Node", Name: "node-1"} },
-			fixed("related"), func(e *core.Event) any { return e.Related }),
-		identityChange("related changed",
+		seriesIdentityChange("regarding changed", func(e *core.Event) { e.InvolvedObject.Name = "web-1" },
+			func(v version) string { return v.Regarding }, func(e *core.Event) any { return e.InvolvedObject },
+			identityErr("involvedObject.name", "web-1")),
+		seriesIdentityChange("related added", func(e *core.Event) { e.Related = &core.ObjectReference{APIVersion: "v1", Kind: "Node", Name: "node-1"} },
+			fixed("related"), func(e *core.Event) any { return e.Related }, relatedAdded),
+		seriesIdentityChange("related changed",
 			func(e *core.Event) { e.Related = &core.ObjectReference{APIVersion: "v1", Kind: "Node", Name: "node-2"} },
-			fixed("related"), func(e *core.Event) any { return e.Related }),
-		identityChange("action changed", func(e *core.Event) { e.Action = "Preempting" },
-			fixed("action"), func(e *core.Event) any { return e.Action }),
-		identityChange("reason changed", func(e *core.Event) { e.Reason = "Preempted" },
-			fixed("reason"), func(e *core.Event) any { return e.Reason }),
-		identityChange("reportingController changed", func(e *core.Event) { e.ReportingController = "other-scheduler" },
-			func(v version) string { return v.reportingController }, func(e *core.Event) any { return e.ReportingController }),
-		identityChange("reportingInstance changed", func(e *core.Event) { e.ReportingInstance = "default-scheduler-node-2" },
-			fixed("reportingInstance"), func(e *core.Event) any { return e.ReportingInstance }),
-		identityChange("type changed", func(e *core.Event) { e.Type = core.EventTypeWarning },
-			fixed("type"), func(e *core.Event) any { return e.Type }),
+			fixed("related"), func(e *core.Event) any { return e.Related }, relatedAdded),
+		{
+			name:   "related removed",
+			old:    with(storedSeries(), func(e *core.Event) { e.Related = &core.ObjectReference{APIVersion: "v1", Kind: "Node", Name: "node-1"} }),
+			new:    func(e *core.Event) { e.Related = nil },
+			legacy: func(version) field.ErrorList { return errs(field.Required(pathOf("related"), "may not be removed: "+SeriesIdentityDetail)) },
+			strict: func(version) field.ErrorList { return errs(immutable("related", (*core.ObjectReference)(nil))) },
+		},
+		seriesIdentityChange("action changed", func(e *core.Event) { e.Action = "Preempting" },
+			fixed("action"), func(e *core.Event) any { return e.Action }, identityErr("action", "Preempting")),
+		seriesIdentityChange("reason changed", func(e *core.Event) { e.Reason = "Preempted" },
+			fixed("reason"), func(e *core.Event) any { return e.Reason }, identityErr("reason", "Preempted")),
+		seriesIdentityChange("reportingController changed", func(e *core.Event) { e.ReportingController = "other-scheduler" },
+			func(v version) string { return v.ReportingController }, func(e *core.Event) any { return e.ReportingController },
+			identityErr("reportingComponent", "other-scheduler")),
+		seriesIdentityChange("reportingInstance changed", func(e *core.Event) { e.ReportingInstance = "default-scheduler-node-2" },
+			fixed("reportingInstance"), func(e *core.Event) any { return e.ReportingInstance },
+			identityErr("reportingInstance", "default-scheduler-node-2")),
+		seriesIdentityChange("type changed", func(e *core.Event) { e.Type = core.EventTypeWarning },
+			fixed("type"), func(e *core.Event) any { return e.Type }, identityErr("type", core.EventTypeWarning)),
+		{
+			name: "legacy reporter of a series changed (core/v1 names source.component)",
+			old: with(storedSeries(), func(e *core.Event) {
+				e.EventTime = metav1.MicroTime{}
+				e.ReportingController = ""
+				e.Source.Component = "default-scheduler"
+			}),
+			new:    func(e *core.Event) { e.Source.Component = "other-scheduler" },
+			legacy: func(version) field.ErrorList { return errs(identityErr("source.component", "other-scheduler")) },
+			strict: func(v version) field.ErrorList {
+				return errs(immutable(v.ReportingController, "other-scheduler"), immutable(v.Source, core.EventSource{Component: "other-scheduler"}))
+			},
+		},
 
 		// What upstream also keeps as reported.
 		identityChange("note changed", func(e *core.Event) { e.Message = "Successfully assigned shop/web-0 to node-2" },
-			func(v version) string { return v.note }, func(e *core.Event) any { return e.Message }),
+			func(v version) string { return v.Note }, func(e *core.Event) any { return e.Message }),
 		identityChange("deprecatedSource changed", func(e *core.Event) { e.Source = core.EventSource{Component: "kubelet"} },
-			func(v version) string { return v.source }, func(e *core.Event) any { return e.Source }),
+			func(v version) string { return v.Source }, func(e *core.Event) any { return e.Source }),
 		identityChange("deprecatedFirstTimestamp changed", func(e *core.Event) { e.FirstTimestamp = legacyTime },
-			func(v version) string { return v.firstTimestamp }, func(e *core.Event) any { return e.FirstTimestamp }),
+			func(v version) string { return v.FirstTimestamp }, func(e *core.Event) any { return e.FirstTimestamp }),
 		identityChange("deprecatedLastTimestamp changed", func(e *core.Event) { e.LastTimestamp = legacyTime },
-			func(v version) string { return v.lastTimestamp }, func(e *core.Event) any { return e.LastTimestamp }),
+			func(v version) string { return v.LastTimestamp }, func(e *core.Event) any { return e.LastTimestamp }),
 		identityChange("deprecatedCount changed", func(e *core.Event) { e.Count = 4 },
-			func(v version) string { return v.count }, func(e *core.Event) any { return e.Count }),
+			func(v version) string { return v.Count }, func(e *core.Event) any { return e.Count }),
 		identityChange("eventTime changed by a microsecond", func(e *core.Event) { e.EventTime = metav1.NewMicroTime(eventTime.Add(time.Microsecond)) },
 			fixed("eventTime"), func(e *core.Event) any { return e.EventTime }),
 		identityChange("eventTime changed by a second", func(e *core.Event) { e.EventTime = metav1.NewMicroTime(eventTime.Add(time.Second)) },
@@ -770,7 +875,7 @@ func TestValidateEventUpdate(t *testing.T) {
 		// Legacy rules hold for every update.
 		func() updateCase {
 			c := updateCase{name: "reason cleared on an event with eventTime", new: func(e *core.Event) { e.Reason = "" }}
-			c.legacy = func(version) field.ErrorList { return errs(requiredReason()) }
+			c.legacy = func(version) field.ErrorList { return errs(requiredReason(), identityErr("reason", "")) }
 			c.strict = func(version) field.ErrorList { return errs(requiredReason(), immutable("reason", "")) }
 			return c
 		}(),
@@ -790,7 +895,7 @@ func TestValidateEventUpdate(t *testing.T) {
 			},
 			legacy: none,
 			strict: func(v version) field.ErrorList {
-				return errs(immutable(v.lastTimestamp, newLegacyTime), immutable(v.count, int32(2)))
+				return errs(immutable(v.LastTimestamp, newLegacyTime), immutable(v.Count, int32(2)))
 			},
 		},
 		func() updateCase {
@@ -804,7 +909,7 @@ func TestValidateEventUpdate(t *testing.T) {
 			}
 			c.legacy = func(v version) field.ErrorList { return errs(mismatch(v)) }
 			c.strict = func(v version) field.ErrorList {
-				return errs(mismatch(v), immutable(v.regarding, with(recordEvent(), func(e *core.Event) { e.InvolvedObject.Namespace = "web" }).InvolvedObject))
+				return errs(mismatch(v), immutable(v.Regarding, with(recordEvent(), func(e *core.Event) { e.InvolvedObject.Namespace = "web" }).InvolvedObject))
 			}
 			return c
 		}(),
@@ -819,7 +924,7 @@ func TestValidateEventUpdate(t *testing.T) {
 			old:    with(sourceOnlyEvent(), func(e *core.Event) { e.ResourceVersion = "7" }),
 			new:    func(e *core.Event) { e.ReportingController = "kubelet-2" },
 			legacy: none,
-			strict: func(v version) field.ErrorList { return errs(immutable(v.reportingController, "kubelet-2")) },
+			strict: func(v version) field.ErrorList { return errs(immutable(v.ReportingController, "kubelet-2")) },
 		},
 	}
 

@@ -197,7 +197,8 @@ func (c *StateController) sync(ctx context.Context, key types.NamespacedName) er
 		return nil
 	}
 	updated := event.DeepCopy()
-	updated.Series.State = StateOf(updated.Series, c.clock.Now(), c.thresholds)
+	// The stored state is gone: judge the write alone.
+	updated.Series.State = eventseries.StateOfWrite(updated.Series, "", c.clock.Now(), c.thresholds)
 	_, _, err = c.events.Update(ctx, key.Name, rest.DefaultUpdatedObjectInfo(updated),
 		rest.ValidateAllObjectFunc, rest.ValidateAllObjectUpdateFunc, false, &metav1.UpdateOptions{})
 	if apierrors.IsNotFound(err) {
@@ -207,14 +208,4 @@ func (c *StateController) sync(ctx context.Context, key types.NamespacedName) er
 		klog.FromContext(ctx).V(4).Info("Set the state of an event series", "event", key, "state", updated.Series.State)
 	}
 	return err
-}
-
-// StateOf is the state of a series written without one, seen at now: its
-// reporter's final write (last observed more than finishAfter ago) finishes
-// it; any other write means it is going on.
-func StateOf(series *core.EventSeries, now time.Time, t eventseries.Thresholds) core.EventSeriesState {
-	if !series.LastObservedTime.IsZero() && now.Sub(series.LastObservedTime.Time) > t.FinishAfter {
-		return core.EventSeriesStateFinished
-	}
-	return core.EventSeriesStateOngoing
 }

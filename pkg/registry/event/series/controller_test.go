@@ -86,24 +86,3 @@ func TestMirroredSeriesGetStates(t *testing.T) {
 		})
 	}
 }
-
-func TestStateOf(t *testing.T) {
-	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
-	thresholds := eventseries.DefaultThresholds()
-	for _, tc := range []struct {
-		name         string
-		lastObserved time.Time
-		want         core.EventSeriesState
-	}{
-		{"just observed", now, core.EventSeriesStateOngoing},
-		{"observed finishAfter ago", now.Add(-thresholds.FinishAfter), core.EventSeriesStateOngoing},
-		{"older than finishAfter: the final write", now.Add(-thresholds.FinishAfter - time.Second), core.EventSeriesStateFinished},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			got := series.StateOf(&core.EventSeries{Count: 2, LastObservedTime: metav1.NewMicroTime(tc.lastObserved)}, now, thresholds)
-			if diff := cmp.Diff(tc.want, got); diff != "" {
-				t.Errorf("StateOf (-want +got):\n%s", diff)
-			}
-		})
-	}
-}

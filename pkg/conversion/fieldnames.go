@@ -1,0 +1,57 @@
+package conversion
+
+import (
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// FieldNames are the names that a served version gives the event fields
+// core/v1 and events.k8s.io name differently: its field selector labels
+// (FieldLabels) and the field paths of its validation errors are built
+// from them, so that a client reads every name in its own version.
+type FieldNames struct {
+	// Regarding is the object the event is about: involvedObject, regarding.
+	Regarding string
+	// Note is the human-readable description: message, note.
+	Note string
+	// Source is the legacy reporter: source, deprecatedSource.
+	Source string
+	// FirstTimestamp, LastTimestamp and Count are the legacy occurrence
+	// fields; events.k8s.io deprecated them.
+	FirstTimestamp string
+	LastTimestamp  string
+	Count          string
+	// ReportingController is the reporter: reportingComponent, reportingController.
+	ReportingController string
+}
+
+// The names of core/v1 (the legacy ones) and of events.k8s.io (v1beta1 and v1).
+var (
+	CoreV1FieldNames = FieldNames{
+		Regarding:           "involvedObject",
+		Note:                "message",
+		Source:              "source",
+		FirstTimestamp:      "firstTimestamp",
+		LastTimestamp:       "lastTimestamp",
+		Count:               "count",
+		ReportingController: "reportingComponent",
+	}
+	EventsFieldNames = FieldNames{
+		Regarding:           "regarding",
+		Note:                "note",
+		Source:              "deprecatedSource",
+		FirstTimestamp:      "deprecatedFirstTimestamp",
+		LastTimestamp:       "deprecatedLastTimestamp",
+		Count:               "deprecatedCount",
+		ReportingController: "reportingController",
+	}
+)
+
+// FieldNamesFor returns the names of gv's group: core/v1's for the core
+// group, events.k8s.io's for any other (the stricter API, also for a
+// write without request info).
+func FieldNamesFor(gv schema.GroupVersion) FieldNames {
+	if gv.Group == "" && gv.Version != "" {
+		return CoreV1FieldNames
+	}
+	return EventsFieldNames
+}
