@@ -795,10 +795,12 @@ func TestValidateEventUpdate(t *testing.T) {
 			func(e *core.Event) { e.Related = &core.ObjectReference{APIVersion: "v1", Kind: "Node", Name: "node-2"} },
 			fixed("related"), func(e *core.Event) any { return e.Related }, relatedAdded),
 		{
-			name:   "related removed",
-			old:    with(storedSeries(), func(e *core.Event) { e.Related = &core.ObjectReference{APIVersion: "v1", Kind: "Node", Name: "node-1"} }),
-			new:    func(e *core.Event) { e.Related = nil },
-			legacy: func(version) field.ErrorList { return errs(field.Required(pathOf("related"), "may not be removed: "+SeriesIdentityDetail)) },
+			name: "related removed",
+			old:  with(storedSeries(), func(e *core.Event) { e.Related = &core.ObjectReference{APIVersion: "v1", Kind: "Node", Name: "node-1"} }),
+			new:  func(e *core.Event) { e.Related = nil },
+			legacy: func(version) field.ErrorList {
+				return errs(field.Required(pathOf("related"), "may not be removed: "+SeriesIdentityDetail))
+			},
 			strict: func(version) field.ErrorList { return errs(immutable("related", (*core.ObjectReference)(nil))) },
 		},
 		seriesIdentityChange("action changed", func(e *core.Event) { e.Action = "Preempting" },
