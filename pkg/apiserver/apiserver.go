@@ -47,9 +47,9 @@ const foldFlushTimeout = 10 * time.Second
 type ExtraConfig struct {
 	// EventTTL is the lease every create and update puts an event under.
 	EventTTL time.Duration
-	// SeriesSweeper, when set, runs an eventseries.Sweeper with these
-	// thresholds (those of the EventSeries admission plugin) from the
-	// server's start to its shutdown, marking abandoned series Unknown.
+	// SeriesSweeper, when set, runs the series controllers
+	// (pkg/registry/event/series: the state controller and the sweeper)
+	// with these thresholds (those of the EventSeries admission plugin).
 	// Nil when the plugin is disabled: no plugin, no series states to keep.
 	SeriesSweeper *eventseries.Thresholds
 	// Fold, when set, makes the store fold isomorphic creates of hot series

@@ -56,8 +56,8 @@ type Thresholds struct {
 	FinishAfter       time.Duration
 	HeartbeatInterval time.Duration
 	HeartbeatSlack    time.Duration
-	// SweepInterval is how often the sweeper runs; zero means
-	// DefaultSweepInterval.
+	// SweepInterval is how often the server's sweeper runs; zero means
+	// its default (pkg/registry/event/series).
 	SweepInterval time.Duration
 }
 

@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/registry/rest"
 	"k8s.io/klog/v2"
@@ -16,30 +18,174 @@ import (
 	"github.com/kube-events/events-apiserver/pkg/admission/eventseries"
 	"github.com/kube-events/events-apiserver/pkg/apis/core"
 	corev1 "github.com/kube-events/events-apiserver/pkg/apis/core/v1"
+	"github.com/kube-events/events-apiserver/pkg/apis/core/validation"
 	eventconversion "github.com/kube-events/events-apiserver/pkg/conversion"
 	eventregistry "github.com/kube-events/events-apiserver/pkg/registry/event"
 )
 
-// listChunk bounds how many events the sweeper reads from etcd at a
-// time.
+// DefaultSweepInterval is how often the sweeper runs unless configured
+// (sweepInterval): the delay between a series becoming abandoned and it
+// being marked Unknown.
+const DefaultSweepInterval = time.Minute
+
+// maxAttemptsPerEvent bounds how often the sweeper re-reads an event that
+// keeps changing under it before giving up on it until the next sweep.
+const maxAttemptsPerEvent = 5
+
+// listChunk bounds how many events the sweeper and the controller read
+// from the store at a time.
 const listChunk = 500
 
-// seriesStore is the sweeper's view of the events store. It works on the
-// registry store directly, in-process: the sweeper's write is a state change
-// the server makes itself after applying the same rule as the EventSeries
-// plugin (see eventseries.Sweeper), so it needs no authentication,
-// authorization or admission webhooks, and no client or conversion. Like
-// every write, it renews the event's TTL, so a series marked Unknown stays
-// visible for a full TTL.
-type seriesStore struct {
+// SeriesStore is what the sweeper needs of the events store; the server's
+// is the registry store (NewSweeper).
+type SeriesStore interface {
+	// ListSeries returns the stored events of every namespace that may carry
+	// an Ongoing series. It may return more (singletons, other states): the
+	// sweeper selects again.
+	ListSeries(ctx context.Context) ([]*core.Event, error)
+	// GetEvent returns the stored event, or an error for which
+	// apierrors.IsNotFound is true.
+	GetEvent(ctx context.Context, namespace, name string) (*core.Event, error)
+	// UpdateSeriesState sets series.state of the stored event to state, on
+	// condition that it is still at event.ResourceVersion; otherwise it
+	// returns an error for which apierrors.IsConflict is true.
+	UpdateSeriesState(ctx context.Context, event *core.Event, state core.EventSeriesState) error
+}
+
+// Sweeper marks Unknown the Ongoing series whose reporters went silent: no
+// heartbeat for longer than heartbeatInterval+heartbeatSlack, the test the
+// EventSeries plugin applies to a write that sets Unknown. It never
+// finishes a series; only its reporter knows that it ended. It works with
+// optimistic concurrency and re-checks an event after a conflict, so a
+// heartbeat that lands first keeps its series Ongoing.
+type Sweeper struct {
+	store      SeriesStore
+	thresholds eventseries.Thresholds
+	interval   time.Duration
+	clock      clock.WithTicker
+}
+
+// NewSweeper returns the sweeper of the events store, with the plugin's
+// thresholds (sweeping every SweepInterval, DefaultSweepInterval if zero).
+func NewSweeper(events *eventregistry.REST, thresholds eventseries.Thresholds) (*Sweeper, error) {
+	return newSweeper(registryStore{events: events}, thresholds, clock.RealClock{})
+}
+
+func newSweeper(store SeriesStore, thresholds eventseries.Thresholds, clk clock.WithTicker) (*Sweeper, error) {
+	if errs := thresholds.Validate(); len(errs) > 0 {
+		return nil, fmt.Errorf("invalid %s thresholds: %w", eventseries.PluginName, errs.ToAggregate())
+	}
+	interval := thresholds.SweepInterval
+	if interval <= 0 {
+		interval = DefaultSweepInterval
+	}
+	return &Sweeper{store: store, thresholds: thresholds, interval: interval, clock: clk}, nil
+}
+
+// Name is the sweeper's name in logs.
+func (*Sweeper) Name() string { return "eventseries-sweeper" }
+
+// Run sweeps at once and then every interval until ctx is done.
+func (s *Sweeper) Run(ctx context.Context) {
+	logger := klog.FromContext(ctx)
+	logger.Info("Sweeping abandoned event series", "abandonedAfter", s.thresholds.AbandonedAfter(), "interval", s.interval)
+	ticker := s.clock.NewTicker(s.interval)
+	defer ticker.Stop()
+	for {
+		marked, err := s.Sweep(ctx)
+		if err != nil {
+			logger.Error(err, "Sweeping abandoned event series failed", "markedUnknown", marked)
+		} else if marked > 0 {
+			logger.V(2).Info("Marked abandoned event series Unknown", "count", marked)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C():
+		}
+	}
+}
+
+// Sweep marks Unknown every abandoned Ongoing series once and returns how
+// many it marked. Errors for single events do not stop the sweep.
+func (s *Sweeper) Sweep(ctx context.Context) (int, error) {
+	candidates, err := s.store.ListSeries(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("listing event series: %w", err)
+	}
+	marked := 0
+	var errs []error
+	for _, event := range candidates {
+		if ctx.Err() != nil {
+			errs = append(errs, ctx.Err())
+			break
+		}
+		if !s.abandoned(event) {
+			continue
+		}
+		ok, err := s.markUnknown(ctx, event)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("event %s/%s: %w", event.Namespace, event.Name, err))
+		}
+		if ok {
+			marked++
+		}
+	}
+	return marked, utilerrors.NewAggregate(errs)
+}
+
+// abandoned tells whether event has an Ongoing series not observed for
+// longer than a heartbeat plus slack.
+func (s *Sweeper) abandoned(event *core.Event) bool {
+	return event.Series != nil &&
+		validation.EffectiveSeriesState(event.Series.State) == core.EventSeriesStateOngoing &&
+		eventseries.QuietFor(event.Series, s.clock.Now(), s.thresholds.AbandonedAfter())
+}
+
+// markUnknown writes Unknown into event's series. On a conflict it re-reads
+// the event and writes again only if it is still abandoned: a heartbeat that
+// came in between keeps the series Ongoing.
+func (s *Sweeper) markUnknown(ctx context.Context, event *core.Event) (bool, error) {
+	for attempt := 1; ; attempt++ {
+		err := s.store.UpdateSeriesState(ctx, event, core.EventSeriesStateUnknown)
+		switch {
+		case err == nil:
+			return true, nil
+		case apierrors.IsNotFound(err):
+			return false, nil
+		case !apierrors.IsConflict(err):
+			return false, err
+		case attempt >= maxAttemptsPerEvent:
+			return false, fmt.Errorf("gave up after %d conflicting writes: %w", attempt, err)
+		}
+		event, err = s.store.GetEvent(ctx, event.Namespace, event.Name)
+		if apierrors.IsNotFound(err) {
+			return false, nil
+		}
+		if err != nil {
+			return false, fmt.Errorf("re-reading after a conflict: %w", err)
+		}
+		if !s.abandoned(event) {
+			return false, nil
+		}
+	}
+}
+
+// registryStore is the sweeper's SeriesStore: the registry store, used
+// in-process with event.InternalWriteContext, so that the strategy judges
+// the sweeper's write as it judges a client's (no authentication,
+// authorization or admission: the sweeper applied the plugin's rule
+// itself). Like every write, it renews the event's TTL, so a series marked
+// Unknown stays visible for a full TTL.
+type registryStore struct {
 	events *eventregistry.REST
 }
 
-var _ eventseries.SeriesStore = seriesStore{}
+var _ SeriesStore = registryStore{}
 
 // ListSeries lists, in chunks, the events of all namespaces whose series may
 // be Ongoing (state Ongoing or unset) and returns those with a series.
-func (s seriesStore) ListSeries(ctx context.Context) ([]*core.Event, error) {
+func (s registryStore) ListSeries(ctx context.Context) ([]*core.Event, error) {
 	ctx = genericapirequest.WithNamespace(ctx, metav1.NamespaceAll)
 	selector := fields.AndSelectors(
 		fields.OneTermNotEqualSelector(eventconversion.FieldSeriesState, string(core.EventSeriesStateFinished)),
@@ -69,7 +215,7 @@ func (s seriesStore) ListSeries(ctx context.Context) ([]*core.Event, error) {
 }
 
 // GetEvent reads one stored event.
-func (s seriesStore) GetEvent(ctx context.Context, namespace, name string) (*core.Event, error) {
+func (s registryStore) GetEvent(ctx context.Context, namespace, name string) (*core.Event, error) {
 	obj, err := s.events.Get(genericapirequest.WithNamespace(ctx, namespace), name, &metav1.GetOptions{})
 	if err != nil {
 		return nil, err
@@ -84,41 +230,11 @@ func (s seriesStore) GetEvent(ctx context.Context, namespace, name string) (*cor
 // UpdateSeriesState writes state into the series of event, on condition
 // that the stored event is still at event's resourceVersion (the store
 // answers a Conflict otherwise).
-func (s seriesStore) UpdateSeriesState(ctx context.Context, event *core.Event, state core.EventSeriesState) error {
+func (s registryStore) UpdateSeriesState(ctx context.Context, event *core.Event, state core.EventSeriesState) error {
 	updated := event.DeepCopy()
 	updated.Series.State = state
 	_, _, err := s.events.Update(eventregistry.InternalWriteContext(ctx, event.Namespace, corev1.SchemeGroupVersion), event.Name,
 		rest.DefaultUpdatedObjectInfo(updated), rest.ValidateAllObjectFunc, rest.ValidateAllObjectUpdateFunc,
 		false, &metav1.UpdateOptions{})
 	return err
-}
-
-// SweeperController runs the series sweeper as one of the server's
-// controllers.
-type SweeperController struct {
-	sweeper  *eventseries.Sweeper
-	interval time.Duration
-	abandon  time.Duration
-}
-
-// NewSweeper returns the sweeper of events as a server controller.
-func NewSweeper(events *eventregistry.REST, thresholds eventseries.Thresholds) (*SweeperController, error) {
-	sweeper, err := eventseries.NewSweeper(seriesStore{events: events}, thresholds, clock.RealClock{})
-	if err != nil {
-		return nil, err
-	}
-	interval := thresholds.SweepInterval
-	if interval <= 0 {
-		interval = eventseries.DefaultSweepInterval
-	}
-	return &SweeperController{sweeper: sweeper, interval: interval, abandon: thresholds.AbandonedAfter()}, nil
-}
-
-// Name is the controller's name in logs.
-func (*SweeperController) Name() string { return "eventseries-sweeper" }
-
-// Run sweeps every interval until ctx ends.
-func (s *SweeperController) Run(ctx context.Context) {
-	klog.FromContext(ctx).Info("Sweeping abandoned event series", "abandonedAfter", s.abandon, "interval", s.interval)
-	s.sweeper.Run(ctx, s.interval)
 }

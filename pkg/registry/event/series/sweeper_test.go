@@ -1,4 +1,4 @@
-package eventseries
+package series
 
 import (
 	"context"
@@ -11,19 +11,44 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/kube-events/events-apiserver/pkg/admission/eventseries"
 	"github.com/kube-events/events-apiserver/pkg/apis/core"
+	corev1 "github.com/kube-events/events-apiserver/pkg/apis/core/v1"
+	"github.com/kube-events/events-apiserver/pkg/apis/core/validation"
 	"github.com/kube-events/events-apiserver/pkg/apis/events"
 )
 
-// memoryStore is an in-memory SeriesStore with resourceVersions. Every
-// write it accepts goes through the EventSeries plugin first, as writes
-// through the server's admission chain do.
+const (
+	ongoing  = core.EventSeriesStateOngoing
+	finished = core.EventSeriesStateFinished
+	unknown  = core.EventSeriesStateUnknown
+)
+
+// now is the fake clock's time in every sweeper test.
+var now = time.Date(2026, time.May, 1, 12, 0, 0, 0, time.UTC)
+
+func ago(d time.Duration) metav1.MicroTime {
+	return metav1.NewMicroTime(now.Add(-d))
+}
+
+// series gives the event a series of count occurrences, last observed
+// lastObserved before now, in state (may be empty).
+func series(count int32, lastObserved time.Duration, state core.EventSeriesState) func(*core.Event) {
+	return func(e *core.Event) {
+		e.Series = &core.EventSeries{Count: count, LastObservedTime: ago(lastObserved), State: state}
+	}
+}
+
+// memoryStore is an in-memory SeriesStore with resourceVersions, where
+// other writers can get in between the sweeper's read and write. Every
+// write it accepts passes the store's validation first, as the sweeper's
+// writes to the registry store do.
 type memoryStore struct {
 	mu      sync.Mutex
-	plugin  *Plugin
 	events  map[string]*core.Event
 	lastRV  int
 	lists   int
@@ -36,9 +61,9 @@ type memoryStore struct {
 	failing map[string]error
 }
 
-func newMemoryStore(t *testing.T, plugin *Plugin, stored ...*core.Event) *memoryStore {
+func newMemoryStore(t *testing.T, stored ...*core.Event) *memoryStore {
 	t.Helper()
-	s := &memoryStore{plugin: plugin, events: map[string]*core.Event{}, concurrent: map[string]func(*memoryStore, string){}, failing: map[string]error{}}
+	s := &memoryStore{events: map[string]*core.Event{}, concurrent: map[string]func(*memoryStore, string){}, failing: map[string]error{}}
 	for _, e := range stored {
 		s.put(e.DeepCopy())
 	}
@@ -103,8 +128,8 @@ func (s *memoryStore) UpdateSeriesState(_ context.Context, event *core.Event, st
 	}
 	updated := stored.DeepCopy()
 	updated.Series.State = state
-	if err := admitAndValidate(s.plugin, events.GroupName, stored.DeepCopy(), updated); err != nil {
-		return err
+	if errs := validation.ValidateEventUpdate(updated, stored, corev1.SchemeGroupVersion); len(errs) > 0 {
+		return apierrors.NewInvalid(core.Kind("Event"), event.Name, errs)
 	}
 	s.put(updated)
 	s.writes = append(s.writes, key+"="+string(state))
@@ -125,12 +150,26 @@ func (s *memoryStore) state(t *testing.T, key string) core.EventSeriesState {
 	return stored.Series.State
 }
 
-// stored is an event of the sweeper tests, first observed three hours ago.
+// stored is a kubelet back-off event of the sweeper tests, first observed
+// three hours ago, changed by mods.
 func stored(name string, mods ...func(*core.Event)) *core.Event {
-	return event(append([]func(*core.Event){func(e *core.Event) {
-		e.Name = name
-		e.EventTime = ago(3 * time.Hour)
-	}}, mods...)...)
+	e := &core.Event{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name, UID: "event-uid"},
+		InvolvedObject: core.ObjectReference{
+			Kind: "Pod", Namespace: "default", Name: "web-0", UID: "pod-uid", APIVersion: "v1", FieldPath: "spec.containers{web}",
+		},
+		Reason:              "BackOff",
+		Action:              "Pulling",
+		Message:             "Back-off pulling image",
+		Type:                core.EventTypeWarning,
+		EventTime:           ago(3 * time.Hour),
+		ReportingController: "kubelet",
+		ReportingInstance:   "kubelet-node-1",
+	}
+	for _, mod := range mods {
+		mod(e)
+	}
+	return e
 }
 
 func TestSweep(t *testing.T) {
@@ -142,7 +181,7 @@ func TestSweep(t *testing.T) {
 	}
 	tests := []struct {
 		name       string
-		thresholds Thresholds
+		thresholds eventseries.Thresholds
 		events     []*core.Event
 		setup      func(*memoryStore)
 		wantMarked int
@@ -170,7 +209,7 @@ func TestSweep(t *testing.T) {
 		},
 		{
 			name:       "configured thresholds",
-			thresholds: Thresholds{FinishAfter: time.Minute, HeartbeatInterval: 10 * time.Minute, HeartbeatSlack: time.Minute},
+			thresholds: eventseries.Thresholds{FinishAfter: time.Minute, HeartbeatInterval: 10 * time.Minute, HeartbeatSlack: time.Minute},
 			events: []*core.Event{
 				stored("abandoned", series(9, 12*time.Minute, ongoing)),
 				stored("quiet", series(9, 10*time.Minute+30*time.Second, ongoing)),
@@ -267,19 +306,15 @@ func TestSweep(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			thresholds := tc.thresholds
-			if thresholds == (Thresholds{}) {
-				thresholds = DefaultThresholds()
+			if thresholds == (eventseries.Thresholds{}) {
+				thresholds = eventseries.DefaultThresholds()
 			}
 			clock := clocktesting.NewFakeClock(now)
-			plugin, err := NewPlugin(thresholds, clock)
-			if err != nil {
-				t.Fatal(err)
-			}
-			store := newMemoryStore(t, plugin, tc.events...)
+			store := newMemoryStore(t, tc.events...)
 			if tc.setup != nil {
 				tc.setup(store)
 			}
-			sweeper, err := NewSweeper(store, thresholds, clock)
+			sweeper, err := newSweeper(store, thresholds, clock)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -308,12 +343,10 @@ func TestSweep(t *testing.T) {
 
 func TestSweeperRun(t *testing.T) {
 	clock := clocktesting.NewFakeClock(now)
-	plugin, err := NewPlugin(DefaultThresholds(), clock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	store := newMemoryStore(t, plugin, stored("crashloop", series(9, 35*time.Minute, ongoing)))
-	sweeper, err := NewSweeper(store, DefaultThresholds(), clock)
+	store := newMemoryStore(t, stored("crashloop", series(9, 35*time.Minute, ongoing)))
+	thresholds := eventseries.DefaultThresholds()
+	thresholds.SweepInterval = time.Minute
+	sweeper, err := newSweeper(store, thresholds, clock)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -321,7 +354,7 @@ func TestSweeperRun(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		sweeper.Run(ctx, time.Minute)
+		sweeper.Run(ctx)
 	}()
 
 	waitFor := func(what string, cond func() bool) {
@@ -356,7 +389,7 @@ func TestSweeperRun(t *testing.T) {
 }
 
 func TestNewSweeperRejectsInvalidThresholds(t *testing.T) {
-	_, err := NewSweeper(nil, Thresholds{FinishAfter: time.Minute, HeartbeatInterval: time.Minute, HeartbeatSlack: -time.Minute}, clocktesting.NewFakeClock(now))
+	_, err := newSweeper(nil, eventseries.Thresholds{FinishAfter: time.Minute, HeartbeatInterval: time.Minute, HeartbeatSlack: -time.Minute}, clocktesting.NewFakeClock(now))
 	if err == nil || !strings.Contains(err.Error(), "heartbeatSlack") {
 		t.Errorf("got %v, want an error about heartbeatSlack", err)
 	}
