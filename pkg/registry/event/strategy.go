@@ -63,12 +63,17 @@ func (Strategy) PrepareForCreate(_ context.Context, obj runtime.Object) {
 // PrepareForUpdate keeps the stored series state when an update of a
 // series carries none: a client that does not know the field (an older
 // client, one that drops unknown fields on a round trip) does not reset it.
-// It drops the managed fields of plain writes (see keepAppliedFields).
-// Everything else is left as sent; which fields may change is the business
-// of ValidateUpdate.
-func (Strategy) PrepareForUpdate(_ context.Context, obj, old runtime.Object) {
+// An in-process write that carries none (the mirror's copy of what
+// kube-apiserver, which knows no state, stored) keeps only a Finished
+// state, which is final; otherwise the state is left unset for the series
+// state controller to judge the write, as the EventSeries plugin judges a
+// client's (a final write finishes the series). It drops the managed fields
+// of plain writes (see keepAppliedFields). Everything else is left as sent;
+// which fields may change is the business of ValidateUpdate.
+func (Strategy) PrepareForUpdate(ctx context.Context, obj, old runtime.Object) {
 	newEvent, oldEvent := obj.(*core.Event), old.(*core.Event)
-	if newEvent.Series != nil && newEvent.Series.State == "" && oldEvent.Series != nil {
+	if newEvent.Series != nil && newEvent.Series.State == "" && oldEvent.Series != nil &&
+		(!IsInternalWrite(ctx) || oldEvent.Series.State == core.EventSeriesStateFinished) {
 		newEvent.Series.State = oldEvent.Series.State
 	}
 	keepAppliedFields(newEvent)

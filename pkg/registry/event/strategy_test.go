@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kube-events/events-apiserver/pkg/apis/core"
 	eventconversion "github.com/kube-events/events-apiserver/pkg/conversion"
@@ -234,18 +235,24 @@ func TestPrepareForUpdateKeepsStoredSeriesState(t *testing.T) {
 	series := func(state core.EventSeriesState) *core.EventSeries {
 		return &core.EventSeries{Count: 2, State: state}
 	}
+	internal := InternalWriteContext(context.Background(), "default", schema.GroupVersion{Version: "v1"})
 	for _, tc := range []struct {
 		name          string
+		ctx           context.Context
 		stored, sent  *core.EventSeries
 		wantSentState core.EventSeriesState
 	}{
-		{"no state sent keeps the stored one", series(core.EventSeriesStateFinished), series(""), core.EventSeriesStateFinished},
-		{"a state sent is left for validation", series(core.EventSeriesStateFinished), series(core.EventSeriesStateOngoing), core.EventSeriesStateOngoing},
-		{"a new series stays without state", nil, series(""), ""},
+		{"no state sent keeps the stored one", context.Background(), series(core.EventSeriesStateOngoing), series(""), core.EventSeriesStateOngoing},
+		{"a state sent is left for validation", context.Background(), series(core.EventSeriesStateFinished), series(core.EventSeriesStateOngoing), core.EventSeriesStateOngoing},
+		{"a new series stays without state", context.Background(), nil, series(""), ""},
+		{"in-process, no state sent leaves it to the state controller", internal, series(core.EventSeriesStateOngoing), series(""), ""},
+		{"in-process, no state sent after Unknown leaves it to the state controller", internal, series(core.EventSeriesStateUnknown), series(""), ""},
+		{"in-process, Finished stays Finished", internal, series(core.EventSeriesStateFinished), series(""), core.EventSeriesStateFinished},
+		{"in-process, a state sent is left for validation", internal, series(core.EventSeriesStateOngoing), series(core.EventSeriesStateUnknown), core.EventSeriesStateUnknown},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			stored, sent := &core.Event{Series: tc.stored}, &core.Event{Series: tc.sent}
-			NewStrategy(nil).PrepareForUpdate(context.Background(), sent, stored)
+			NewStrategy(nil).PrepareForUpdate(tc.ctx, sent, stored)
 			if diff := cmp.Diff(tc.wantSentState, sent.Series.State); diff != "" {
 				t.Errorf("state after PrepareForUpdate (-want +got):\n%s", diff)
 			}

@@ -37,7 +37,7 @@ const timeout = 60 * time.Second
 
 // cluster mirrors with the default bounds, as our server's ServiceAccount
 // (--mirror=true reads through --kubeconfig), so with the RBAC of
-// artifacts/ only.
+// artifacts/ only, and the short series thresholds of the framework.
 var cluster *framework.AggregatedCluster
 
 // serverBinary is cmd/events-apiserver built for the tests that run
@@ -54,7 +54,14 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	cluster, err = framework.StartAggregatedCluster(framework.AggregatedClusterOptions{ExtraServerFlags: []string{"--mirror=true"}})
+	admissionConfig, err := framework.WriteSeriesAdmissionConfig(dir)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	cluster, err = framework.StartAggregatedCluster(framework.AggregatedClusterOptions{
+		ExtraServerFlags: []string{"--mirror=true", "--admission-control-config-file=" + admissionConfig},
+	})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "starting the aggregated cluster: %v\n", err)
 		os.Exit(1)

@@ -13,28 +13,10 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/kube-events/events-apiserver/test/integration/framework"
-)
-
-// Series thresholds of the test server: short, so that a series finishes
-// and is abandoned within seconds.
-const (
-	admissionYAML = `apiVersion: apiserver.config.k8s.io/v1
-kind: AdmissionConfiguration
-plugins:
-- name: EventSeries
-  configuration:
-    apiVersion: eventseries.admission.events.k8s.io/v1alpha1
-    kind: EventSeriesConfiguration
-    finishAfter: 4s
-    heartbeatInterval: 6s
-    heartbeatSlack: 2s
-    sweepInterval: 500ms
-`
 )
 
 const timeout = 60 * time.Second
@@ -52,8 +34,8 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
-	config := filepath.Join(dir, "admission.yaml")
-	if err := os.WriteFile(config, []byte(admissionYAML), 0o600); err != nil {
+	config, err := framework.WriteSeriesAdmissionConfig(dir)
+	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}

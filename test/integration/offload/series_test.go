@@ -2,15 +2,12 @@ package offload
 
 import (
 	"context"
-	"encoding/json"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
-	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -20,10 +17,8 @@ import (
 
 	ourv1 "github.com/kube-events/events-apiserver/pkg/apis/events/v1"
 	"github.com/kube-events/events-apiserver/pkg/generated/clientset/versioned"
+	"github.com/kube-events/events-apiserver/test/integration/framework"
 )
-
-// finishAfter is the test server's finishAfter (admissionYAML).
-const finishAfter = 4 * time.Second
 
 // TestSeriesStateThroughKubeAPIServer records series through kube-apiserver
 // with client-go's tools/events recorder: kube-apiserver knows no
@@ -109,13 +104,20 @@ func TestSeriesStateThroughKubeAPIServer(t *testing.T) {
 
 	// client-go's final write re-sends the cached series once it is older
 	// than its finishTime; kube-apiserver drops our state on that update.
-	finished := delivered["finished"]
+	final, err := kube.EventsV1().Events(namespace).Get(ctx, delivered["finished"].Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
-		return time.Since(finished.Series.LastObservedTime.Time) > finishAfter, nil
+		return time.Since(final.Series.LastObservedTime.Time) > framework.SeriesFinishAfter, nil
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := sink.Patch(ctx, finalWrite(t, finished), seriesPatch(t, finished)); err != nil {
+	patch, err := framework.SeriesPatch(final)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sink.Patch(ctx, final, patch); err != nil {
 		t.Fatalf("final write through kube-apiserver: %v", err)
 	}
 
@@ -124,7 +126,7 @@ func TestSeriesStateThroughKubeAPIServer(t *testing.T) {
 		want ourv1.EventSeriesState
 	}{
 		{"finished", ourv1.EventSeriesStateFinished},
-		// heartbeatInterval + heartbeatSlack of silence (admissionYAML).
+		// heartbeatInterval + heartbeatSlack of silence.
 		{"abandoned", ourv1.EventSeriesStateUnknown},
 	} {
 		t.Run(tc.pod, func(t *testing.T) {
@@ -141,42 +143,4 @@ func TestSeriesStateThroughKubeAPIServer(t *testing.T) {
 			}
 		})
 	}
-}
-
-// finalWrite is the series as tools/events holds it in its cache and
-// re-sends it as its final write: as kube-apiserver's events.k8s.io/v1
-// serves it.
-func finalWrite(t *testing.T, ours *ourv1.Event) *eventsv1.Event {
-	t.Helper()
-	data, err := json.Marshal(ours)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var event eventsv1.Event
-	if err := json.Unmarshal(data, &event); err != nil {
-		t.Fatal(err)
-	}
-	return &event
-}
-
-// seriesPatch is the patch tools/events sends for a series (its
-// createPatchBytesForSeries): the event without and with its series.
-func seriesPatch(t *testing.T, ours *ourv1.Event) []byte {
-	t.Helper()
-	event := finalWrite(t, ours)
-	withoutSeries := event.DeepCopy()
-	withoutSeries.Series = nil
-	oldData, err := json.Marshal(withoutSeries)
-	if err != nil {
-		t.Fatal(err)
-	}
-	newData, err := json.Marshal(event)
-	if err != nil {
-		t.Fatal(err)
-	}
-	patch, err := strategicpatch.CreateTwoWayMergePatch(oldData, newData, eventsv1.Event{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return patch
 }

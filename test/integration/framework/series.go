@@ -1,0 +1,59 @@
+package framework
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	eventsv1 "k8s.io/api/events/v1"
+	"k8s.io/apimachinery/pkg/util/strategicpatch"
+)
+
+// Short EventSeries thresholds for tests of series states, so that a
+// series finishes and is abandoned within seconds.
+const (
+	SeriesFinishAfter       = 4 * time.Second
+	SeriesHeartbeatInterval = 6 * time.Second
+	SeriesHeartbeatSlack    = 2 * time.Second
+	SeriesSweepInterval     = 500 * time.Millisecond
+)
+
+// WriteSeriesAdmissionConfig writes, in dir, an admission configuration
+// file (--admission-control-config-file) that gives the EventSeries plugin
+// and the server's series controllers the short thresholds above, and
+// returns its path.
+func WriteSeriesAdmissionConfig(dir string) (string, error) {
+	config := fmt.Sprintf(`apiVersion: apiserver.config.k8s.io/v1
+kind: AdmissionConfiguration
+plugins:
+- name: EventSeries
+  configuration:
+    apiVersion: eventseries.admission.events.k8s.io/v1alpha1
+    kind: EventSeriesConfiguration
+    finishAfter: %s
+    heartbeatInterval: %s
+    heartbeatSlack: %s
+    sweepInterval: %s
+`, SeriesFinishAfter, SeriesHeartbeatInterval, SeriesHeartbeatSlack, SeriesSweepInterval)
+	path := filepath.Join(dir, "admission.yaml")
+	return path, os.WriteFile(path, []byte(config), 0o600)
+}
+
+// SeriesPatch is the patch client-go's tools/events recorder sends to write
+// a series (its createPatchBytesForSeries): the strategic merge patch from
+// event without its series to event.
+func SeriesPatch(event *eventsv1.Event) ([]byte, error) {
+	withoutSeries := event.DeepCopy()
+	withoutSeries.Series = nil
+	oldData, err := json.Marshal(withoutSeries)
+	if err != nil {
+		return nil, err
+	}
+	newData, err := json.Marshal(event)
+	if err != nil {
+		return nil, err
+	}
+	return strategicpatch.CreateTwoWayMergePatch(oldData, newData, eventsv1.Event{})
+}

@@ -1,0 +1,121 @@
+package mirror
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/events"
+
+	ourv1 "github.com/kube-events/events-apiserver/pkg/apis/events/v1"
+	"github.com/kube-events/events-apiserver/pkg/generated/clientset/versioned"
+	"github.com/kube-events/events-apiserver/test/integration/framework"
+)
+
+// TestMirroredSeriesGetStates records series upstream with client-go's
+// tools/events recorder: kube-apiserver knows no series.state, and the
+// mirror copies what it stored, so the states of the copies come from our
+// server's state controller and sweeper, by the rules of a write through
+// our API (the cluster runs with framework's short thresholds).
+func TestMirroredSeriesGetStates(t *testing.T) {
+	ctx := testContext(t)
+	ns := newNamespace(t, cluster)
+	kube := client(t, cluster)
+	ours, err := versioned.NewForConfig(cluster.ServerConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ongoing, err := ours.EventsV1().Events(ns).Watch(ctx, metav1.ListOptions{FieldSelector: "series.state=Ongoing"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ongoing.Stop()
+
+	sink := &events.EventSinkImpl{Interface: kube.EventsV1()}
+	broadcaster := events.NewBroadcaster(sink)
+	if err := broadcaster.StartRecordingToSinkWithContext(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer broadcaster.Shutdown()
+	recorder := broadcaster.NewRecorder(scheme.Scheme, "mirror-kubelet")
+	occur := func() {
+		for _, name := range []string{"finished", "abandoned"} {
+			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, UID: types.UID("uid-" + name)}}
+			recorder.Eventf(pod, nil, corev1.EventTypeWarning, "BackOff", "Restarting", "Back-off restarting failed container")
+		}
+	}
+	// The second occurrence patches the first into a series once the first
+	// is stored upstream (see the offload test).
+	occur()
+	eventName(t, ns, "finished")
+	eventName(t, ns, "abandoned")
+	occur()
+
+	delivered := map[string]*ourv1.Event{}
+	for len(delivered) < 2 {
+		select {
+		case e := <-ongoing.ResultChan():
+			event, ok := e.Object.(*ourv1.Event)
+			if !ok || e.Type != watch.Added {
+				t.Fatalf("series.state=Ongoing watch: %s %T, want ADDED events", e.Type, e.Object)
+			}
+			delivered[event.Regarding.Name] = event
+		case <-time.After(15 * time.Second):
+			t.Fatalf("series.state=Ongoing watch: delivered %d mirrored series within 15s, want 2", len(delivered))
+		}
+	}
+	for name, event := range delivered {
+		if event.Series == nil || event.Series.Count != 2 {
+			t.Errorf("%s: series %+v, want count 2", name, event.Series)
+		}
+	}
+
+	// client-go's final write, after a third occurrence it only counted in
+	// its cache: count 3, last observed then, sent once that is older than
+	// its finishTime.
+	final, err := kube.EventsV1().Events(ns).Get(ctx, delivered["finished"].Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	final.Series.Count = 3
+	final.Series.LastObservedTime = metav1.NewMicroTime(time.Now())
+	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
+		return time.Since(final.Series.LastObservedTime.Time) > framework.SeriesFinishAfter, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	patch, err := framework.SeriesPatch(final)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sink.Patch(ctx, final, patch); err != nil {
+		t.Fatalf("final write upstream: %v", err)
+	}
+
+	for _, tc := range []struct {
+		pod   string
+		want  ourv1.EventSeriesState
+		count int32
+	}{
+		{"finished", ourv1.EventSeriesStateFinished, 3},
+		// heartbeatInterval + heartbeatSlack of silence.
+		{"abandoned", ourv1.EventSeriesStateUnknown, 2},
+	} {
+		t.Run(tc.pod, func(t *testing.T) {
+			var got *ourv1.Event
+			err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+				got, err = ours.EventsV1().Events(ns).Get(ctx, delivered[tc.pod].Name, metav1.GetOptions{})
+				return err == nil && got.Series != nil && got.Series.State == tc.want && got.Series.Count == tc.count, nil
+			})
+			if err != nil {
+				t.Fatalf("mirrored series of %s: %+v, want %s with count %d: %v", tc.pod, got.Series, tc.want, tc.count, err)
+			}
+		})
+	}
+}
