@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -29,7 +28,10 @@ import (
 type target struct {
 	name   string
 	config *rest.Config
-	stop   func() error
+	// etcdURL is the client URL of the server's etcd, whose /metrics the
+	// benchmark reads.
+	etcdURL string
+	stop    func() error
 }
 
 // startKubeAPIServer starts the assets' kube-apiserver on a fresh etcd
@@ -42,7 +44,7 @@ func startKubeAPIServer(assets string) (*target, error) {
 	if err != nil {
 		return nil, fmt.Errorf("starting kube-apiserver: %w", err)
 	}
-	return &target{name: "kube-apiserver", config: cfg, stop: env.Stop}, nil
+	return &target{name: "kube-apiserver", config: cfg, etcdURL: env.ControlPlane.Etcd.URL.String(), stop: env.Stop}, nil
 }
 
 // benchAdmissionConfig keeps EventRateLimit on (its cost per write is
@@ -128,7 +130,7 @@ func startEventsAPIServer(ctx context.Context, assets, binary string, env []stri
 	if err != nil {
 		return nil, errors.Join(err, stop())
 	}
-	return &target{name: "events-apiserver", config: cfg, stop: stop}, nil
+	return &target{name: "events-apiserver", config: cfg, etcdURL: etcd.Endpoints[0], stop: stop}, nil
 }
 
 func freePort() (int, error) {
@@ -151,15 +153,7 @@ func rss(ctx context.Context, cfg *rest.Config) (float64, error) {
 	if err != nil {
 		return 0, err
 	}
-	scanner := bufio.NewScanner(bytes.NewReader(body))
-	scanner.Buffer(make([]byte, 1<<20), 1<<20)
-	for scanner.Scan() {
-		value, ok := strings.CutPrefix(scanner.Text(), "process_resident_memory_bytes ")
-		if ok {
-			return strconv.ParseFloat(strings.TrimSpace(value), 64)
-		}
-	}
-	return 0, errors.New("no process_resident_memory_bytes in /metrics")
+	return metricValue(body, "process_resident_memory_bytes")
 }
 
 // saveProfile writes the server's pprof profile at path (with query) to file.
