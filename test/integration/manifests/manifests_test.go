@@ -25,12 +25,15 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/spf13/pflag"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/kube-events/events-apiserver/cmd/events-apiserver/app"
 )
 
 const (
@@ -453,6 +456,12 @@ func expectCommonShape(t *testing.T, objs objects) {
 		t.Errorf("container resources %+v lack requests or a memory limit", ctr.Resources)
 	}
 	expectHardened(t, "events-apiserver", ctr)
+	// Every argument is a flag of the server (a typo would crash-loop).
+	fs := pflag.NewFlagSet("events-apiserver", pflag.ContinueOnError)
+	app.NewOptions().AddFlags(fs)
+	if err := fs.Parse(ctr.Args); err != nil {
+		t.Errorf("the server does not take its args %q: %v", ctr.Args, err)
+	}
 	if mountSecret(dep.Spec.Template.Spec, ctr, "/var/run/events-apiserver/serving-cert") != servingSecret {
 		t.Errorf("serving certificate is not mounted from Secret %s", servingSecret)
 	}
