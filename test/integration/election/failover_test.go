@@ -15,7 +15,6 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/kube-events/events-apiserver/pkg/apiserver"
 	"github.com/kube-events/events-apiserver/pkg/leaderelection"
@@ -24,9 +23,6 @@ import (
 
 // failoverTimeout is the longest a hand-over may take.
 const failoverTimeout = 30 * time.Second
-
-// leaderSample is the gauge each replica serves on /metrics.
-const leaderSample = `events_apiserver_leader{election="controllers"}`
 
 func TestControllersFailOver(t *testing.T) {
 	binary, err := framework.BuildServer(t.Context(), t.TempDir())
@@ -50,35 +46,32 @@ func TestControllersFailOver(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			etcd := framework.StartEtcd(t)
-			replicas := map[string]*framework.ServerProcess{}
-			for _, name := range []string{"a", "b"} {
-				replicas[name] = startReplica(t, binary, etcd, name, tt.lease)
+			names := []string{"a", "b"}
+			replicas := []*framework.ServerProcess{
+				startReplica(t, binary, etcd, names[0], tt.lease),
+				startReplica(t, binary, etcd, names[1], tt.lease),
 			}
+			lead := waitForLeader(t, etcd, names, replicas)
+			follower := 1 - lead
+			t.Logf("%s leads", names[lead])
 
-			lead := waitForLeader(t, etcd, replicas)
-			follower := replicas[otherThan(lead)]
-			t.Logf("%s leads", lead)
-
-			// The leader stops in the background: a stopping server hands
-			// over before it exits.
+			// The leader stops in the background, and is left out of the
+			// count: a stopping server hands over before it exits.
 			stopping := replicas[lead]
-			delete(replicas, lead)
+			replicas[lead] = nil
 			start := time.Now()
 			stopped := make(chan error, 1)
 			go func() { stopped <- tt.stop(stopping) }()
-			if next := waitForLeader(t, etcd, replicas); next != otherThan(lead) {
-				t.Fatalf("%s leads, want %s", next, otherThan(lead))
+			if next := waitForLeader(t, etcd, names, replicas); next != follower {
+				t.Fatalf("%s leads, want %s", names[next], names[follower])
 			}
 			took := time.Since(start)
-			t.Logf("%s took over %v after the leader's %s (lease %v)", otherThan(lead), took.Round(time.Millisecond), tt.name, tt.lease)
+			t.Logf("%s took over %v after the leader's %s (lease %v)", names[follower], took.Round(time.Millisecond), tt.name, tt.lease)
 			if tt.resigns && took >= tt.lease {
 				t.Errorf("hand-over took %v, want under the lease %v: the stopping leader did not resign", took, tt.lease)
 			}
 			if err := <-stopped; err != nil && tt.resigns {
 				t.Errorf("the leader's %s: %v", tt.name, err)
-			}
-			if m, err := follower.Metrics(t.Context()); err != nil || m[leaderSample] != 1 {
-				t.Errorf("the new leader reports %s = %v (%v), want 1", leaderSample, m[leaderSample], err)
 			}
 		})
 	}
@@ -105,38 +98,21 @@ func startReplica(t *testing.T, binary string, etcd *framework.Etcd, name string
 }
 
 // waitForLeader waits, at most failoverTimeout, until exactly one of
-// replicas reports leading on /metrics and the election key in etcd names
-// it, and returns its name. Two replicas reporting leading at once fail
-// the test.
-func waitForLeader(t *testing.T, etcd *framework.Etcd, replicas map[string]*framework.ServerProcess) string {
+// replicas (nil ones skipped) reports leading on /metrics, and checks that
+// the election key in etcd names it; it returns its index.
+func waitForLeader(t *testing.T, etcd *framework.Etcd, names []string, replicas []*framework.ServerProcess) int {
 	t.Helper()
-	var lead string
-	err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, failoverTimeout, true, func(ctx context.Context) (bool, error) {
-		var leading []string
-		for name, p := range replicas {
-			m, err := p.Metrics(ctx)
-			if err != nil {
-				return false, nil
-			}
-			if m[leaderSample] == 1 {
-				leading = append(leading, name)
-			}
-		}
-		if len(leading) > 1 {
-			return false, fmt.Errorf("replicas %v lead at once", leading)
-		}
-		if len(leading) == 0 {
-			return false, nil
-		}
-		owner, err := electionOwner(ctx, etcd)
-		if err != nil || owner != leading[0] {
-			return false, nil
-		}
-		lead = owner
-		return true, nil
-	})
+	lead, err := framework.Leader(t.Context(), failoverTimeout, replicas...)
 	if err != nil {
-		t.Fatalf("no single leader of the controllers election: %v", err)
+		t.Fatal(err)
+	}
+	// The gauge is set once the campaign is won, so the key is in place.
+	owner, err := electionOwner(t.Context(), etcd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if owner != names[lead] {
+		t.Fatalf("%s reports leading, the election key names %q", names[lead], owner)
 	}
 	return lead
 }
@@ -150,11 +126,4 @@ func electionOwner(ctx context.Context, etcd *framework.Etcd) (string, error) {
 		return "", err
 	}
 	return string(resp.Kvs[0].Value), nil
-}
-
-func otherThan(name string) string {
-	if name == "a" {
-		return "b"
-	}
-	return "a"
 }
