@@ -38,8 +38,8 @@ type LeaderElectionConfig struct {
 	// Disabled runs the controllers on this replica without an election:
 	// for a single replica only.
 	Disabled bool
-	// Identity names this replica in the election key (hostname and a
-	// random suffix by default).
+	// Identity names this replica in the election key (the host name and
+	// a UUID by default).
 	Identity string
 	// TTL is how long a leader that died without resigning keeps the work.
 	TTL time.Duration
@@ -52,7 +52,7 @@ type LeaderElectionConfig struct {
 type controllerRunner struct {
 	client      *clientv3.Client
 	election    leaderelection.Config
-	elect       bool
+	elect       bool // false: run the controllers without an election
 	controllers []Controller
 
 	mu     sync.Mutex
