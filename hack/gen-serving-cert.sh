@@ -40,6 +40,24 @@ SERVING_DAYS="${SERVING_DAYS:-365}"
 mkdir -p "${out}"
 out="$(cd "${out}" && pwd)"
 overlay="$(cd "${overlay}" && pwd)"
+
+# builds_on DIR NAME: whether the kustomization in DIR, or one it builds on
+# through a relative path, includes a directory named NAME.
+builds_on() {
+  local dir="$1" entry
+  for entry in $(sed -n 's/^[[:space:]]*-[[:space:]]*\(\.[^[:space:]#]*\)[[:space:]]*$/\1/p' "${dir}/kustomization.yaml"); do
+    [[ -f "${dir}/${entry}/kustomization.yaml" ]] || continue
+    [[ "$(basename "${entry}")" == "$2" ]] && return 0
+    builds_on "${dir}/${entry}" "$2" && return 0
+  done
+  return 1
+}
+
+if [[ "$(basename "${overlay}")" == offload ]] || builds_on "${overlay}" offload; then
+  echo "$0: overlays/offload needs cert-manager: its etcd certificates are signed by the cluster's etcd CA" >&2
+  exit 2
+fi
+
 umask 077
 
 if [[ ! -s "${out}/ca.crt" || ! -s "${out}/ca.key" ]]; then
@@ -70,23 +88,11 @@ openssl x509 -req -in "${csr}" -CA "${out}/ca.crt" -CAkey "${out}/ca.key" -CAcre
 rm -f "${out}/ca.srl"
 openssl verify -CAfile "${out}/ca.crt" "${out}/tls.crt" >/dev/null
 
-# uses_bundled_etcd DIR: whether the kustomization in DIR, or one it builds
-# on through a relative path, includes components/bundled-etcd.
-uses_bundled_etcd() {
-  local dir="$1" entry
-  for entry in $(sed -n 's/^[[:space:]]*-[[:space:]]*\(\.[^[:space:]#]*\)[[:space:]]*$/\1/p' "${dir}/kustomization.yaml"); do
-    [[ -f "${dir}/${entry}/kustomization.yaml" ]] || continue
-    [[ "$(basename "${entry}")" == bundled-etcd ]] && return 0
-    uses_bundled_etcd "${dir}/${entry}" && return 0
-  done
-  return 1
-}
-
 # The bundled etcd's CA, its members' certificate (for clients and peers, on
 # every member's name) and the server's client certificate, as
 # components/bundled-etcd/certificates.yaml has cert-manager make them.
 etcd_secrets=""
-if uses_bundled_etcd "${overlay}"; then
+if builds_on "${overlay}" bundled-etcd; then
   mkdir -p "${out}/etcd"
   if [[ ! -s "${out}/etcd/ca.crt" || ! -s "${out}/etcd/ca.key" ]]; then
     openssl req -x509 -new -nodes -newkey ec -pkeyopt ec_paramgen_curve:P-256 \
