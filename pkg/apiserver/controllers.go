@@ -35,8 +35,11 @@ const controllersHookName = "start-events-controllers"
 // LeaderElectionConfig tunes the election of the replica that runs the
 // controllers; zero values take leaderelection's defaults.
 type LeaderElectionConfig struct {
-	// Identity names this replica in the election key (hostname and a
-	// random suffix by default).
+	// Disabled runs the controllers on this replica without an election:
+	// for a single replica only.
+	Disabled bool
+	// Identity names this replica in the election key (the host name and
+	// a UUID by default).
 	Identity string
 	// TTL is how long a leader that died without resigning keeps the work.
 	TTL time.Duration
@@ -49,6 +52,7 @@ type LeaderElectionConfig struct {
 type controllerRunner struct {
 	client      *clientv3.Client
 	election    leaderelection.Config
+	elect       bool // false: run the controllers without an election
 	controllers []Controller
 
 	mu     sync.Mutex
@@ -56,19 +60,21 @@ type controllerRunner struct {
 	done   chan struct{}
 }
 
-// newControllerRunner builds the runner with an etcd client from the
-// storage configuration (servers and TLS files), its keys under the storage
-// prefix.
+// newControllerRunner builds the runner; unless the election is disabled,
+// with an etcd client from the storage configuration (servers and TLS
+// files), its keys under the storage prefix.
 func newControllerRunner(storage storagebackend.Config, le LeaderElectionConfig, controllers []Controller) (*controllerRunner, error) {
+	r := &controllerRunner{elect: !le.Disabled, controllers: controllers}
+	if !r.elect {
+		return r, nil
+	}
 	client, err := NewEtcdClient(storage)
 	if err != nil {
 		return nil, fmt.Errorf("etcd client for leader election: %w", err)
 	}
-	return &controllerRunner{
-		client:      client,
-		election:    leaderelection.Config{Client: client, Name: ControllersElection, Identity: le.Identity, TTL: le.TTL},
-		controllers: controllers,
-	}, nil
+	r.client = client
+	r.election = leaderelection.Config{Client: client, Name: ControllersElection, Identity: le.Identity, TTL: le.TTL}
+	return r, nil
 }
 
 // NewEtcdClient returns a client of the etcd the storage configuration
@@ -117,7 +123,8 @@ func (r *controllerRunner) install(server *genericapiserver.GenericAPIServer) er
 	})
 }
 
-// start campaigns in the background until stop is called or ctx ends.
+// start campaigns in the background until stop is called or ctx ends; with
+// the election disabled it runs the controllers at once.
 func (r *controllerRunner) start(ctx context.Context) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -128,6 +135,10 @@ func (r *controllerRunner) start(ctx context.Context) {
 	r.done = make(chan struct{})
 	go func(done chan struct{}) {
 		defer close(done)
+		if !r.elect {
+			r.runControllers(ctx)
+			return
+		}
 		if err := leaderelection.Run(ctx, r.election, r.runControllers); err != nil {
 			klog.FromContext(ctx).Error(err, "Controllers not started")
 		}

@@ -103,3 +103,25 @@ func TestControllersRunOnOneReplicaAndFailOver(t *testing.T) {
 		t.Fatalf("the other replica did not take over: %v", err)
 	}
 }
+
+// TestControllersRunWithoutElection: with the election disabled, the
+// controllers run at once, with no etcd to campaign in.
+func TestControllersRunWithoutElection(t *testing.T) {
+	var running atomic.Int32
+	c := &countingController{running: &running}
+	r, err := newControllerRunner(storagebackend.Config{}, LeaderElectionConfig{Disabled: true}, []Controller{c})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.start(t.Context())
+	err = wait.PollUntilContextTimeout(t.Context(), 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		return c.ran.Load(), nil
+	})
+	if err != nil {
+		t.Fatalf("the controller did not start: %v", err)
+	}
+	r.stop()
+	if !c.finished.Load() {
+		t.Fatal("stop returned before the controller's work in flight ended")
+	}
+}

@@ -19,7 +19,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
-	utilrand "k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/klog/v2"
 )
@@ -51,14 +51,15 @@ type Config struct {
 	TTL time.Duration
 }
 
-// DefaultIdentity is this host's name with a random suffix, so that two
-// processes on one host are two candidates.
+// DefaultIdentity is this host's name and a UUID, as Kubernetes components
+// name their leader election identity, so that two processes on one host
+// are two candidates.
 func DefaultIdentity() string {
 	host, err := os.Hostname()
 	if err != nil || host == "" {
 		host = "events-apiserver"
 	}
-	return host + "_" + utilrand.String(8)
+	return host + "_" + string(uuid.NewUUID())
 }
 
 // Key is the etcd key (prefix) of the election named name; the leader's

@@ -2,10 +2,13 @@ package leaderelection
 
 import (
 	"context"
+	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"go.etcd.io/etcd/client/pkg/v3/transport"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
@@ -241,4 +244,26 @@ func gauge(t *testing.T, name string) float64 {
 		t.Fatal(err)
 	}
 	return v
+}
+
+// TestDefaultIdentity: the host name and a UUID, different for every
+// process (two on one host are two candidates).
+func TestDefaultIdentity(t *testing.T) {
+	host, err := os.Hostname()
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, second := DefaultIdentity(), DefaultIdentity()
+	for _, id := range []string{first, second} {
+		suffix, ok := strings.CutPrefix(id, host+"_")
+		if !ok {
+			t.Fatalf("identity %q does not start with the host name %q", id, host)
+		}
+		if _, err := uuid.Parse(suffix); err != nil {
+			t.Errorf("identity %q: %q is not a UUID: %v", id, suffix, err)
+		}
+	}
+	if first == second {
+		t.Errorf("two identities are both %q", first)
+	}
 }

@@ -88,6 +88,7 @@ type Result struct {
 	Lists    map[string]listResult   // by selector row
 	RSSBytes float64
 	Watches  map[int]*watchResult // by watcher count; nil when not run
+	Fill     createResult         // the creates that filled the store to Events
 }
 
 // listRows are the lists measured: a label, events.k8s.io or core/v1, a
@@ -154,7 +155,7 @@ func measure(ctx context.Context, cfg Config, t *target) (*Result, error) {
 	g := &generator{}
 
 	for _, m := range modes {
-		res, err := createsIn(ctx, t.config, g, m, cfg.Writers, cfg.CreatesPerMode)
+		res, err := createsIn(ctx, t, g, m, cfg.Writers, cfg.CreatesPerMode)
 		if err != nil {
 			return r, err
 		}
@@ -162,7 +163,7 @@ func measure(ctx context.Context, cfg Config, t *target) (*Result, error) {
 			return r, fmt.Errorf("%s: %d creates failed, first: %w", m.name, res.failed, res.firstErr)
 		}
 		r.Creates[m.name] = res
-		cfg.logf("%s: %s: %.0f creates/s", t.name, m.name, res.perSecond())
+		cfg.logf("%s: %s: %.0f creates/s, CPU per create (server / etcd / load generator) %s", t.name, m.name, res.perSecond(), res.perCreate())
 	}
 
 	if fill := cfg.Events - g.next.Load(); fill > 0 {
@@ -175,7 +176,7 @@ func measure(ctx context.Context, cfg Config, t *target) (*Result, error) {
 		} else {
 			profiled <- nil
 		}
-		res, err := createsIn(ctx, t.config, g, modes[0], cfg.Writers, fill)
+		res, err := createsIn(ctx, t, g, modes[0], cfg.Writers, fill)
 		if perr := <-profiled; perr != nil {
 			return r, fmt.Errorf("CPU profile: %w", perr)
 		}
@@ -185,6 +186,8 @@ func measure(ctx context.Context, cfg Config, t *target) (*Result, error) {
 		if res.failed > 0 {
 			return r, fmt.Errorf("filling: %d creates failed, first: %w", res.failed, res.firstErr)
 		}
+		r.Fill = res
+		cfg.logf("%s: filled at %.0f creates/s, CPU per create (server / etcd / load generator) %s", t.name, res.perSecond(), res.perCreate())
 	}
 	r.Events = g.next.Load()
 
@@ -211,13 +214,17 @@ func measure(ctx context.Context, cfg Config, t *target) (*Result, error) {
 			r.Watches[watchers] = nil
 			continue
 		}
-		res, err := selectiveWatchers(ctx, t.config, g, watchers, cfg.Writers, cfg.WatchDuration, cfg.DeliveryTimeout, fmt.Sprintf("watch%d", watchers))
+		profile := ""
+		if cfg.ProfileDir != "" && t.name == "events-apiserver" {
+			profile = filepath.Join(cfg.ProfileDir, fmt.Sprintf("cpu-watchers-%d.pprof", watchers))
+		}
+		res, err := selectiveWatchers(ctx, t, g, watchers, cfg.Writers, cfg.WatchDuration, cfg.DeliveryTimeout, fmt.Sprintf("watch%d", watchers), profile)
 		if err != nil {
 			return r, err
 		}
 		r.Watches[watchers] = &res
-		cfg.logf("%s: %d watchers: %.0f creates/s, %d of %d delivered, p50 %v p99 %v, %d cut off, %d failed to open",
-			t.name, watchers, res.creates.perSecond(), res.received, res.expected, res.p50, res.p99, res.cutOff, res.openFailed)
+		cfg.logf("%s: %d watchers: %.0f creates/s, %d of %d delivered, p50 %v p99 %v, %d cut off, %d failed to open, CPU per create (server / etcd / load generator) %s",
+			t.name, watchers, res.creates.perSecond(), res.received, res.expected, res.p50, res.p99, res.cutOff, res.openFailed, res.creates.perCreate())
 	}
 	return r, nil
 }
@@ -248,6 +255,19 @@ func WriteTable(w io.Writer, cfg Config, results []*Result) error {
 		a, b := anchor.Creates[m.name], ours.Creates[m.name]
 		row("creates/s, "+m.name, fmt.Sprintf("%.0f", a.perSecond()), fmt.Sprintf("%.0f", b.perSecond()), higher(a.perSecond(), b.perSecond()))
 	}
+	// CPU per create: where a create's work goes on the shared cores; the
+	// ratio compares the servers' own share.
+	cpuRow := func(label string, a, b createResult) {
+		ratio := "-"
+		if a.created > 0 && b.created > 0 {
+			ratio = higher(b.cpu.server/float64(b.created), a.cpu.server/float64(a.created))
+		}
+		row("CPU per create (server / etcd / load generator), "+label, a.perCreate(), b.perCreate(), ratio)
+	}
+	for _, m := range modes {
+		cpuRow(m.name, anchor.Creates[m.name], ours.Creates[m.name])
+	}
+	cpuRow(fmt.Sprintf("fill to %d events", ours.Events), anchor.Fill, ours.Fill)
 	for _, l := range listRows {
 		a, b := anchor.Lists[l.name], ours.Lists[l.name]
 		cell := func(r listResult) string {
@@ -285,6 +305,14 @@ func WriteTable(w io.Writer, cfg Config, results []*Result) error {
 			label = "no watchers: creates/s (same load)"
 		}
 		row(label, cell(a), cell(b), ratio)
+		var ca, cb createResult
+		if a != nil {
+			ca = a.creates
+		}
+		if b != nil {
+			cb = b.creates
+		}
+		cpuRow(fmt.Sprintf("%d watchers", n), ca, cb)
 	}
 	return tw.Flush()
 }

@@ -120,6 +120,8 @@ type createResult struct {
 	created, failed int64
 	elapsed         time.Duration
 	firstErr        error
+	// cpu is what the server, its etcd and the load generator spent.
+	cpu cpuUse
 }
 
 func (r createResult) perSecond() float64 {
@@ -161,19 +163,21 @@ func createLoad(ctx context.Context, writers int, count int64, duration time.Dur
 }
 
 // createsIn measures creates in one mode.
-func createsIn(ctx context.Context, cfg *rest.Config, g *generator, m mode, writers int, count int64) (createResult, error) {
-	c, err := clientset(cfg, m.mediaType)
+func createsIn(ctx context.Context, t *target, g *generator, m mode, writers int, count int64) (createResult, error) {
+	c, err := clientset(t.config, m.mediaType)
 	if err != nil {
 		return createResult{}, err
 	}
-	return createLoad(ctx, writers, count, 0, func(ctx context.Context) error {
-		if m.events {
-			_, err := c.EventsV1().Events(namespace).Create(ctx, g.eventsEvent(), metav1.CreateOptions{})
+	return measured(ctx, t, func() createResult {
+		return createLoad(ctx, writers, count, 0, func(ctx context.Context) error {
+			if m.events {
+				_, err := c.EventsV1().Events(namespace).Create(ctx, g.eventsEvent(), metav1.CreateOptions{})
+				return err
+			}
+			_, err := c.CoreV1().Events(namespace).Create(ctx, g.coreEvent(""), metav1.CreateOptions{})
 			return err
-		}
-		_, err := c.CoreV1().Events(namespace).Create(ctx, g.coreEvent(""), metav1.CreateOptions{})
-		return err
-	}), nil
+		})
+	})
 }
 
 // listResult is the median duration of a list by one selector, and how
@@ -247,7 +251,10 @@ const watchersPerConnection = 100
 // about those names, round-robin, for duration with writers goroutines,
 // and waits up to deliveryTimeout for every event to reach its watcher.
 // With no watchers it measures the same create load alone.
-func selectiveWatchers(ctx context.Context, cfg *rest.Config, g *generator, watchers, writers int, duration, deliveryTimeout time.Duration, phase string) (watchResult, error) {
+//
+// With profile set, the server's CPU profile of the first 10 s of the load
+// is written there.
+func selectiveWatchers(ctx context.Context, t *target, g *generator, watchers, writers int, duration, deliveryTimeout time.Duration, phase, profile string) (watchResult, error) {
 	res := watchResult{watchers: watchers}
 	names := make([]string, watchers)
 	for i := range names {
@@ -264,7 +271,7 @@ func selectiveWatchers(ctx context.Context, cfg *rest.Config, g *generator, watc
 	// Watches start from the current resourceVersion, as a client that
 	// has listed does: without one, every watch would first be sent the
 	// state of every event it selects.
-	c, err := clientset(cfg, runtime.ContentTypeProtobuf)
+	c, err := clientset(t.config, runtime.ContentTypeProtobuf)
 	if err != nil {
 		return res, err
 	}
@@ -277,7 +284,7 @@ func selectiveWatchers(ctx context.Context, cfg *rest.Config, g *generator, watc
 	// watchersPerConnection of them.
 	var clients []*kubernetes.Clientset
 	for i := 0; i < watchers; i += watchersPerConnection {
-		c, err := clientset(cfg, runtime.ContentTypeProtobuf)
+		c, err := clientset(t.config, runtime.ContentTypeProtobuf)
 		if err != nil {
 			return res, err
 		}
@@ -344,7 +351,7 @@ func selectiveWatchers(ctx context.Context, cfg *rest.Config, g *generator, watc
 	res.openFailed = openFailed.Load()
 
 	var k atomic.Int64
-	res.creates = createLoad(ctx, writers, 0, duration, func(ctx context.Context) error {
+	create := func(ctx context.Context) error {
 		regarding := ""
 		if watchers > 0 {
 			regarding = names[k.Add(1)%int64(watchers)]
@@ -358,7 +365,24 @@ func selectiveWatchers(ctx context.Context, cfg *rest.Config, g *generator, watc
 			sentAt.Delete(e.Name)
 		}
 		return err
+	}
+	profiled := make(chan error, 1)
+	if profile != "" {
+		go func() {
+			profiled <- saveProfile(ctx, t.config, "/debug/pprof/profile", "seconds=10", profile)
+		}()
+	} else {
+		profiled <- nil
+	}
+	res.creates, err = measured(ctx, t, func() createResult {
+		return createLoad(ctx, writers, 0, duration, create)
 	})
+	if perr := <-profiled; perr != nil {
+		return res, fmt.Errorf("CPU profile: %w", perr)
+	}
+	if err != nil {
+		return res, err
+	}
 	if watchers > 0 {
 		res.expected = res.creates.created
 	}

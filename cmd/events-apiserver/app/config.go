@@ -128,6 +128,7 @@ func (o *Options) Config() (*apiserver.Config, error) {
 			EtcdMaintenance: o.EtcdMaintenance.config(),
 			Fold:            fold,
 			Mirror:          mirrorConfig,
+			LeaderElection:  o.LeaderElection.config(),
 		},
 	}, nil
 }

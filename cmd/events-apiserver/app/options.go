@@ -83,6 +83,9 @@ type Options struct {
 	Mirror MirrorOptions
 	// EtcdMaintenance configures the server's etcd housekeeping.
 	EtcdMaintenance EtcdMaintenanceOptions
+	// LeaderElection configures the election of the replica that runs the
+	// controllers.
+	LeaderElection LeaderElectionOptions
 
 	flags     *cliflag.NamedFlagSets
 	completed bool
@@ -105,6 +108,7 @@ func NewOptions() *Options {
 		EmbeddedEtcdLogLevel: "warn",
 		Mirror:               newMirrorOptions(),
 		EtcdMaintenance:      newEtcdMaintenanceOptions(),
+		LeaderElection:       newLeaderElectionOptions(),
 		ready:                make(chan struct{}),
 	}
 	o.Recommended.Etcd.DefaultStorageMediaType = apiserver.StorageMediaType
@@ -150,6 +154,7 @@ func (o *Options) Flags() cliflag.NamedFlagSets {
 	fs.StringVar(&o.EmbeddedEtcdLogLevel, "embedded-etcd-log-level", o.EmbeddedEtcdLogLevel, "Log level of the embedded etcd (debug, info, warn, error); used without --etcd-servers.")
 
 	o.Mirror.addFlags(fss.FlagSet("mirror"))
+	o.LeaderElection.addFlags(fss.FlagSet("leader election"))
 
 	r := o.Recommended
 	r.Etcd.AddFlags(fss.FlagSet("etcd"))
@@ -264,6 +269,7 @@ func (o *Options) Validate() error {
 	errs = append(errs, o.ComponentGlobals.Validate()...)
 	errs = append(errs, o.Mirror.validate()...)
 	errs = append(errs, o.EtcdMaintenance.validate()...)
+	errs = append(errs, o.LeaderElection.validate()...)
 
 	if o.EventTTL < time.Second {
 		errs = append(errs, fmt.Errorf("--event-ttl must be at least 1s, got %v", o.EventTTL))

@@ -21,7 +21,6 @@ import (
 
 	"github.com/kube-events/events-apiserver/pkg/apis/core"
 	"github.com/kube-events/events-apiserver/pkg/apis/core/validation"
-	eventconversion "github.com/kube-events/events-apiserver/pkg/conversion"
 )
 
 // Strategy is the create, update and delete logic for events. Validation
@@ -137,13 +136,14 @@ func (Strategy) WarningsOnUpdate(context.Context, runtime.Object, runtime.Object
 func (Strategy) AllowUnconditionalUpdate(context.Context) bool { return true }
 
 // GetAttrs returns the labels and selectable fields of an event, for list
-// and watch filtering alike.
+// and watch filtering alike. The fields are packed (see packFields): only
+// the selectors Matcher builds read them.
 func GetAttrs(obj runtime.Object) (labels.Set, fields.Set, error) {
 	event, ok := obj.(*core.Event)
 	if !ok {
 		return nil, nil, fmt.Errorf("not an event: %T", obj)
 	}
-	return labels.Set(event.Labels), ToSelectableFields(event), nil
+	return labels.Set(event.Labels), packFields(event), nil
 }
 
 // Matcher returns the selection predicate for a label and a field selector,
@@ -151,70 +151,10 @@ func GetAttrs(obj runtime.Object) (labels.Set, fields.Set, error) {
 // Its IndexFields let the watch cache serve an exact match on an indexed
 // field from the index (see Indexers).
 func Matcher(label labels.Selector, field fields.Selector) storage.SelectionPredicate {
-	return storage.SelectionPredicate{Label: label, Field: field, GetAttrs: GetAttrs, IndexFields: indexedFields}
-}
-
-// ToSelectableFields returns the selectable fields of an event under their
-// canonical (core/v1) labels; see pkg/conversion for how each served
-// version names them. It holds only the fields that are set: the watch
-// cache keeps this set for every event, and fields.Set reads an absent
-// label as "", so an unset field selects exactly as an empty one would
-// (related.name= matches events without a related object).
-func ToSelectableFields(event *core.Event) fields.Set {
-	set := fields.Set{}
-	add := func(label, value string) {
-		if value != "" {
-			set[label] = value
-		}
+	if field == nil {
+		field = fields.Everything()
 	}
-	add(eventconversion.FieldName, event.Name)
-	add(eventconversion.FieldNamespace, event.Namespace)
-	addObjectReference(add, eventconversion.PrefixInvolvedObject, &event.InvolvedObject)
-	if event.Related != nil {
-		addObjectReference(add, eventconversion.PrefixRelated, event.Related)
-	}
-
-	seriesState := ""
-	if event.Series != nil {
-		seriesState = string(event.Series.State)
-	}
-	// source is the legacy reporter, falling back to the new one, and
-	// reportingComponent the new one, falling back to the legacy one, so
-	// that either selects events written through either API.
-	source := event.Source.Component
-	if source == "" {
-		source = event.ReportingController
-	}
-	add(eventconversion.FieldReason, event.Reason)
-	add(eventconversion.FieldAction, event.Action)
-	add(eventconversion.FieldSource, source)
-	add(eventconversion.FieldReportingComponent, eventconversion.ReportingController(event.ReportingController, event.Source.Component))
-	add(eventconversion.FieldReportingInstance, event.ReportingInstance)
-	add(eventconversion.FieldType, event.Type)
-	add(eventconversion.FieldSeriesState, seriesState)
-	return set
-}
-
-// Labels of object reference fields, built once: the set holds these
-// strings rather than a concatenation per event.
-var referenceLabels = func() map[string][7]string {
-	m := map[string][7]string{}
-	for _, prefix := range []string{eventconversion.PrefixInvolvedObject, eventconversion.PrefixRelated} {
-		m[prefix] = [7]string{prefix + "kind", prefix + "namespace", prefix + "name", prefix + "uid",
-			prefix + "apiVersion", prefix + "resourceVersion", prefix + "fieldPath"}
-	}
-	return m
-}()
-
-func addObjectReference(add func(label, value string), prefix string, ref *core.ObjectReference) {
-	l := referenceLabels[prefix]
-	add(l[0], ref.Kind)
-	add(l[1], ref.Namespace)
-	add(l[2], ref.Name)
-	add(l[3], string(ref.UID))
-	add(l[4], ref.APIVersion)
-	add(l[5], ref.ResourceVersion)
-	add(l[6], ref.FieldPath)
+	return storage.SelectionPredicate{Label: label, Field: packedSelector{field}, GetAttrs: GetAttrs, IndexFields: indexedFields}
 }
 
 // requestGroupVersion is the group and version the request was made in, or

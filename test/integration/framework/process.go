@@ -210,3 +210,39 @@ func ProcessRSS(pid int) (now, peak int64, err error) {
 	}
 	return now, peak, nil
 }
+
+// LeaderSample is the gauge every server serves on /metrics: 1 on the
+// replica that runs the controllers, 0 on the others.
+const LeaderSample = `events_apiserver_leader{election="controllers"}`
+
+// Leader waits, at most timeout, until exactly one of replicas (nil ones
+// are skipped) reports leading the controllers election on /metrics, and
+// returns its index. Two replicas reporting it at once is an error: leave
+// out a replica that is handing over.
+func Leader(ctx context.Context, timeout time.Duration, replicas ...*ServerProcess) (int, error) {
+	lead := -1
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		lead = -1
+		for i, r := range replicas {
+			if r == nil {
+				continue
+			}
+			m, err := r.Metrics(ctx)
+			if err != nil {
+				return false, nil
+			}
+			if m[LeaderSample] != 1 {
+				continue
+			}
+			if lead >= 0 {
+				return false, fmt.Errorf("replicas %d and %d lead the controllers at once", lead, i)
+			}
+			lead = i
+		}
+		return lead >= 0, nil
+	})
+	if err != nil {
+		return -1, fmt.Errorf("no single leader of the controllers election: %w", err)
+	}
+	return lead, nil
+}

@@ -25,12 +25,15 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/spf13/pflag"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/kube-events/events-apiserver/cmd/events-apiserver/app"
 )
 
 const (
@@ -259,6 +262,17 @@ func TestOverlaysBuildAndPassServerDryRun(t *testing.T) {
 			dir:  artifactsDir("overlays", "default"),
 			check: func(t *testing.T, objs objects, _ string) {
 				expectBundledEtcd(t, objs)
+				expectBundledEtcdCertManager(t, objs, "events-etcd-ca")
+				expectCertManager(t, objs)
+				expectVersionPriority(t, objs, 20)
+			},
+		},
+		{
+			name: "offload: kube-apiserver's events in the bundled etcd, cert-manager",
+			dir:  artifactsDir("overlays", "offload"),
+			check: func(t *testing.T, objs objects, _ string) {
+				expectBundledEtcd(t, objs)
+				expectOffload(t, objs)
 				expectCertManager(t, objs)
 				expectVersionPriority(t, objs, 20)
 			},
@@ -290,6 +304,7 @@ func TestOverlaysBuildAndPassServerDryRun(t *testing.T) {
 			check: func(t *testing.T, objs objects, dir string) {
 				expectBundledEtcd(t, objs)
 				expectScriptCerts(t, objs, dir)
+				expectScriptEtcdCerts(t, objs, dir)
 				expectVersionPriority(t, objs, 20)
 			},
 		},
@@ -299,6 +314,9 @@ func TestOverlaysBuildAndPassServerDryRun(t *testing.T) {
 			check: func(t *testing.T, objs objects, dir string) {
 				expectExternalEtcd(t, objs)
 				expectScriptCerts(t, objs, dir)
+				if objs.find("Secret", "", "events-etcd-member") != nil {
+					t.Error("the script makes the bundled etcd's certificates for external-etcd")
+				}
 			},
 		},
 	}
@@ -438,6 +456,12 @@ func expectCommonShape(t *testing.T, objs objects) {
 		t.Errorf("container resources %+v lack requests or a memory limit", ctr.Resources)
 	}
 	expectHardened(t, "events-apiserver", ctr)
+	// Every argument is a flag of the server (a typo would crash-loop).
+	fs := pflag.NewFlagSet("events-apiserver", pflag.ContinueOnError)
+	app.NewOptions().AddFlags(fs)
+	if err := fs.Parse(ctr.Args); err != nil {
+		t.Errorf("the server does not take its args %q: %v", ctr.Args, err)
+	}
 	if mountSecret(dep.Spec.Template.Spec, ctr, "/var/run/events-apiserver/serving-cert") != servingSecret {
 		t.Errorf("serving certificate is not mounted from Secret %s", servingSecret)
 	}
@@ -553,6 +577,16 @@ func etcdServers(t *testing.T, objs objects) string {
 	return ""
 }
 
+// etcdMembers are the bundled etcd's members, by their names on the
+// StatefulSet's headless Service.
+var etcdMembers = []string{
+	"events-etcd-0.events-etcd-peer.events-apiserver.svc",
+	"events-etcd-1.events-etcd-peer.events-apiserver.svc",
+	"events-etcd-2.events-etcd-peer.events-apiserver.svc",
+}
+
+// expectBundledEtcd checks the three-member etcd with TLS for clients and
+// peers, its disruption budget and Services, and the server's flags for it.
 func expectBundledEtcd(t *testing.T, objs objects) {
 	t.Helper()
 	stsObj := objs.find("StatefulSet", "apps", "events-etcd")
@@ -560,27 +594,158 @@ func expectBundledEtcd(t *testing.T, objs objects) {
 		t.Fatal("no bundled etcd StatefulSet events-etcd")
 	}
 	sts := typed[appsv1.StatefulSet](t, stsObj)
-	if sts.Spec.Replicas == nil || *sts.Spec.Replicas != 1 || len(sts.Spec.VolumeClaimTemplates) != 1 {
-		t.Errorf("etcd StatefulSet: replicas %v, %d volume claim templates; want 1 and 1", sts.Spec.Replicas, len(sts.Spec.VolumeClaimTemplates))
+	if sts.Spec.Replicas == nil || *sts.Spec.Replicas != 3 || len(sts.Spec.VolumeClaimTemplates) != 1 {
+		t.Errorf("etcd StatefulSet: replicas %v, %d volume claim templates; want 3 and 1", sts.Spec.Replicas, len(sts.Spec.VolumeClaimTemplates))
+	}
+	if sts.Spec.PodManagementPolicy != appsv1.ParallelPodManagement {
+		t.Errorf("etcd StatefulSet podManagementPolicy = %q, want Parallel: no member is ready before a quorum formed", sts.Spec.PodManagementPolicy)
 	}
 	ctr := sts.Spec.Template.Spec.Containers[0]
 	expectHardened(t, "etcd", ctr)
 	if ctr.LivenessProbe == nil || ctr.ReadinessProbe == nil {
 		t.Error("etcd container lacks liveness or readiness probe")
 	}
-	headless := objs.find("Service", "", sts.Spec.ServiceName)
-	if headless == nil {
+	var initialCluster []string
+	for i, member := range etcdMembers {
+		initialCluster = append(initialCluster, fmt.Sprintf("events-etcd-%d=https://%s:2380", i, member))
+	}
+	const tlsDir = "/var/run/events-etcd/tls"
+	for _, arg := range []string{
+		"--listen-client-urls=https://0.0.0.0:2379", "--listen-peer-urls=https://0.0.0.0:2380",
+		"--initial-cluster=" + strings.Join(initialCluster, ","),
+		"--client-cert-auth", "--trusted-ca-file=" + tlsDir + "/ca.crt", "--cert-file=" + tlsDir + "/tls.crt", "--key-file=" + tlsDir + "/tls.key",
+		"--peer-client-cert-auth", "--peer-trusted-ca-file=" + tlsDir + "/ca.crt", "--peer-cert-file=" + tlsDir + "/tls.crt", "--peer-key-file=" + tlsDir + "/tls.key",
+	} {
+		if !slices.Contains(ctr.Command, arg) {
+			t.Errorf("etcd command %q lacks %q", ctr.Command, arg)
+		}
+	}
+	if got := mountSecret(sts.Spec.Template.Spec, ctr, tlsDir); got != "events-etcd-member" {
+		t.Errorf("etcd certificates mounted from Secret %q, want events-etcd-member", got)
+	}
+
+	headlessObj := objs.find("Service", "", sts.Spec.ServiceName)
+	if headlessObj == nil {
 		t.Fatalf("no governing Service %q for the etcd StatefulSet", sts.Spec.ServiceName)
 	}
-	if ip, _, _ := unstructured.NestedString(headless.Object, "spec", "clusterIP"); ip != "None" {
-		t.Errorf("etcd Service clusterIP = %q, want None (headless)", ip)
+	headless := typed[corev1.Service](t, headlessObj)
+	if headless.Spec.ClusterIP != "None" || !headless.Spec.PublishNotReadyAddresses {
+		t.Errorf("etcd peer Service clusterIP = %q, publishNotReadyAddresses = %v; want None (headless) and true", headless.Spec.ClusterIP, headless.Spec.PublishNotReadyAddresses)
 	}
-	want := "http://" + sts.Spec.ServiceName + "." + namespace + ".svc:2379"
-	if got := etcdServers(t, objs); got != want {
-		t.Errorf("--etcd-servers = %q, want the bundled etcd %q", got, want)
+	if objs.find("Service", "", "events-etcd") == nil {
+		t.Error("no etcd client Service events-etcd")
+	}
+	pdb := objs.find("PodDisruptionBudget", "policy", "events-etcd")
+	if pdb == nil {
+		t.Fatal("no PodDisruptionBudget events-etcd")
+	}
+	if v, _, _ := unstructured.NestedInt64(pdb.Object, "spec", "maxUnavailable"); v != 1 {
+		t.Errorf("etcd PodDisruptionBudget maxUnavailable = %d, want 1", v)
 	}
 	if objs.find("NetworkPolicy", "networking.k8s.io", "events-etcd") == nil {
-		t.Error("the bundled etcd (plain HTTP) has no NetworkPolicy")
+		t.Error("the bundled etcd has no NetworkPolicy")
+	}
+
+	var want []string
+	for _, member := range etcdMembers {
+		want = append(want, "https://"+member+":2379")
+	}
+	if got := etcdServers(t, objs); got != strings.Join(want, ",") {
+		t.Errorf("--etcd-servers = %q, want every member %q", got, strings.Join(want, ","))
+	}
+	expectEtcdClientCert(t, objs)
+}
+
+// expectEtcdClientCert checks the server's etcd client certificate flags and
+// the Secret they are mounted from.
+func expectEtcdClientCert(t *testing.T, objs objects) {
+	t.Helper()
+	dep := typed[appsv1.Deployment](t, objs.find("Deployment", "apps", "events-apiserver"))
+	ctr := dep.Spec.Template.Spec.Containers[0]
+	const dir = "/var/run/events-apiserver/etcd-client"
+	for _, arg := range []string{"--etcd-cafile=" + dir + "/ca.crt", "--etcd-certfile=" + dir + "/tls.crt", "--etcd-keyfile=" + dir + "/tls.key"} {
+		if !slices.Contains(ctr.Args, arg) {
+			t.Errorf("server args %q lack %q", ctr.Args, arg)
+		}
+	}
+	if got := mountSecret(dep.Spec.Template.Spec, ctr, dir); got != "events-apiserver-etcd-client" {
+		t.Errorf("etcd client certificates mounted from Secret %q, want events-apiserver-etcd-client", got)
+	}
+}
+
+// expectBundledEtcdCertManager checks that cert-manager issues the
+// certificates the bundled etcd and the server mount, from the Issuer
+// events-etcd-ca backed by the Secret caSecret.
+func expectBundledEtcdCertManager(t *testing.T, objs objects, caSecret string) {
+	t.Helper()
+	for _, secret := range []string{"events-etcd-member", "events-apiserver-etcd-client"} {
+		var cert *unstructured.Unstructured
+		for _, c := range objs.ofKind("Certificate", "cert-manager.io") {
+			if s, _, _ := unstructured.NestedString(c.Object, "spec", "secretName"); s == secret {
+				cert = c
+			}
+		}
+		if cert == nil {
+			t.Errorf("no Certificate writes Secret %s", secret)
+			continue
+		}
+		if issuer, _, _ := unstructured.NestedString(cert.Object, "spec", "issuerRef", "name"); issuer != "events-etcd-ca" {
+			t.Errorf("Certificate %s is issued by %q, want events-etcd-ca", cert.GetName(), issuer)
+		}
+	}
+	issuer := objs.find("Issuer", "cert-manager.io", "events-etcd-ca")
+	if issuer == nil {
+		t.Fatal("no Issuer events-etcd-ca")
+	}
+	if got, _, _ := unstructured.NestedString(issuer.Object, "spec", "ca", "secretName"); got != caSecret {
+		t.Errorf("Issuer events-etcd-ca signs with Secret %q, want %q", got, caSecret)
+	}
+	member := objs.find("Certificate", "cert-manager.io", "events-etcd-member")
+	dnsNames, _, _ := unstructured.NestedStringSlice(member.Object, "spec", "dnsNames")
+	for _, name := range etcdMembers {
+		if !slices.ContainsFunc(dnsNames, func(pattern string) bool { return matchesDNSName(pattern, name) }) {
+			t.Errorf("Certificate events-etcd-member dnsNames %q do not cover the member %s", dnsNames, name)
+		}
+	}
+}
+
+// matchesDNSName reports whether a certificate's DNS name (possibly a
+// wildcard of one label) covers name.
+func matchesDNSName(pattern, name string) bool {
+	if rest, ok := strings.CutPrefix(pattern, "*."); ok {
+		_, domain, found := strings.Cut(name, ".")
+		return found && domain == rest
+	}
+	return pattern == name
+}
+
+// expectOffload checks offload mode: kube-apiserver reaches the members
+// through a node port with the cluster's etcd CA, and the server never
+// mirrors.
+func expectOffload(t *testing.T, objs objects) {
+	t.Helper()
+	expectBundledEtcdCertManager(t, objs, "kube-etcd-ca")
+	if objs.find("Certificate", "cert-manager.io", "events-etcd-ca") != nil || objs.find("Issuer", "cert-manager.io", "events-etcd-selfsigned") != nil {
+		t.Error("offload still makes its own etcd CA; the members' CA is the cluster's (Secret kube-etcd-ca)")
+	}
+	member := objs.find("Certificate", "cert-manager.io", "events-etcd-member")
+	dnsNames, _, _ := unstructured.NestedStringSlice(member.Object, "spec", "dnsNames")
+	if !slices.Contains(dnsNames, "events-etcd.cluster.example") {
+		t.Errorf("Certificate events-etcd-member dnsNames %q lack the name kube-apiserver dials (events-etcd.cluster.example)", dnsNames)
+	}
+	svc := typed[corev1.Service](t, objs.find("Service", "", "events-etcd"))
+	if svc.Spec.Type != corev1.ServiceTypeNodePort || len(svc.Spec.Ports) != 1 || svc.Spec.Ports[0].NodePort != 32379 {
+		t.Errorf("etcd client Service type %q ports %+v, want NodePort 32379", svc.Spec.Type, svc.Spec.Ports)
+	}
+	dep := typed[appsv1.Deployment](t, objs.find("Deployment", "apps", "events-apiserver"))
+	args := dep.Spec.Template.Spec.Containers[0].Args
+	for _, arg := range []string{"--events-shared-with-kube-apiserver", "--mirror=false"} {
+		if !slices.Contains(args, arg) {
+			t.Errorf("server args %q lack %q", args, arg)
+		}
+	}
+	if slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, "--etcd-prefix=") }) {
+		t.Errorf("server args %q set --etcd-prefix; offload needs kube-apiserver's /registry", args)
 	}
 }
 
@@ -595,16 +760,10 @@ func expectExternalEtcd(t *testing.T, objs objects) {
 	if got := etcdServers(t, objs); !strings.HasPrefix(got, "https://") {
 		t.Errorf("--etcd-servers = %q, want the external https endpoints", got)
 	}
+	expectEtcdClientCert(t, objs)
 	dep := typed[appsv1.Deployment](t, objs.find("Deployment", "apps", "events-apiserver"))
-	ctr := dep.Spec.Template.Spec.Containers[0]
-	const dir = "/var/run/events-apiserver/etcd-client"
-	for _, arg := range []string{"--etcd-cafile=" + dir + "/ca.crt", "--etcd-certfile=" + dir + "/tls.crt", "--etcd-keyfile=" + dir + "/tls.key", "--etcd-prefix=/events-apiserver"} {
-		if !slices.Contains(ctr.Args, arg) {
-			t.Errorf("server args %q lack %q", ctr.Args, arg)
-		}
-	}
-	if got := mountSecret(dep.Spec.Template.Spec, ctr, dir); got != "events-apiserver-etcd-client" {
-		t.Errorf("etcd client certificates mounted from Secret %q, want events-apiserver-etcd-client", got)
+	if args := dep.Spec.Template.Spec.Containers[0].Args; !slices.Contains(args, "--etcd-prefix=/events-apiserver") {
+		t.Errorf("server args %q lack --etcd-prefix=/events-apiserver", args)
 	}
 }
 
@@ -804,5 +963,53 @@ func TestRBACGrantsWhatTheServerAndItsUsersNeed(t *testing.T) {
 				t.Errorf("kubectl %s = %q, want allowed=%v", strings.Join(args, " "), answer, tc.allowed)
 			}
 		})
+	}
+}
+
+// expectScriptEtcdCerts checks the bundled etcd's certificates the script
+// made: the Secrets hold its etcd CA, the members' certificate verifies for
+// every member's name as a server and as a peer's client, and the server's
+// certificate as a client.
+func expectScriptEtcdCerts(t *testing.T, objs objects, dir string) {
+	t.Helper()
+	caFile, err := os.ReadFile(filepath.Join(dir, "etcd", "ca.crt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	roots := x509.NewCertPool()
+	if !roots.AppendCertsFromPEM(caFile) {
+		t.Fatal("etcd/ca.crt holds no PEM certificate")
+	}
+	leaf := func(secretName string) *x509.Certificate {
+		t.Helper()
+		o := objs.find("Secret", "", secretName)
+		if o == nil {
+			t.Fatalf("no Secret %s", secretName)
+		}
+		secret := typed[corev1.Secret](t, o)
+		if !bytes.Equal(secret.Data["ca.crt"], caFile) {
+			t.Errorf("Secret %s ca.crt is not %s/etcd/ca.crt", secretName, dir)
+		}
+		block, _ := pem.Decode(secret.Data["tls.crt"])
+		if block == nil || len(secret.Data["tls.key"]) == 0 {
+			t.Fatalf("Secret %s lacks tls.crt or tls.key", secretName)
+		}
+		cert, err := x509.ParseCertificate(block.Bytes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cert
+	}
+	member := leaf("events-etcd-member")
+	for _, name := range etcdMembers {
+		for _, usage := range []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth} {
+			if _, err := member.Verify(x509.VerifyOptions{Roots: roots, DNSName: name, KeyUsages: []x509.ExtKeyUsage{usage}}); err != nil {
+				t.Errorf("the members' certificate does not verify for %s (usage %v): %v", name, usage, err)
+			}
+		}
+	}
+	client := leaf("events-apiserver-etcd-client")
+	if _, err := client.Verify(x509.VerifyOptions{Roots: roots, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}); err != nil {
+		t.Errorf("the server's etcd client certificate does not verify: %v", err)
 	}
 }

@@ -156,7 +156,6 @@ func replicaMetrics(t *testing.T, p *framework.ServerProcess) map[string]float64
 }
 
 const (
-	leaderSample  = `events_apiserver_leader{election="controllers"}`
 	createsSample = `events_apiserver_mirror_writes_total{operation="create"}`
 	updatesSample = `events_apiserver_mirror_writes_total{operation="update"}`
 	pausedSample  = `events_apiserver_mirror_read_paused_seconds_total`
@@ -241,28 +240,9 @@ func (p *putsPerVersion) writtenTwice() []string {
 // returns its index.
 func leader(t *testing.T, replicas ...*framework.ServerProcess) int {
 	t.Helper()
-	lead := -1
-	err := wait.PollUntilContextTimeout(testContext(t), 200*time.Millisecond, 45*time.Second, true, func(context.Context) (bool, error) {
-		lead = -1
-		for i, r := range replicas {
-			if r == nil {
-				continue
-			}
-			m, err := r.Metrics(testContext(t))
-			if err != nil {
-				return false, nil
-			}
-			if m[leaderSample] == 1 {
-				if lead >= 0 {
-					return false, nil
-				}
-				lead = i
-			}
-		}
-		return lead >= 0, nil
-	})
+	lead, err := framework.Leader(testContext(t), 45*time.Second, replicas...)
 	if err != nil {
-		t.Fatalf("no single leader of the controllers election: %v", err)
+		t.Fatal(err)
 	}
 	return lead
 }
@@ -295,9 +275,9 @@ func TestTwoReplicasWriteEachChangeOnce(t *testing.T) {
 		t.Errorf("upstream versions written more than once: %v", twice)
 	}
 	follower := replicaMetrics(t, replicas[1-lead])
-	if follower[createsSample]+follower[updatesSample] != 0 || follower[leaderSample] != 0 {
+	if follower[createsSample]+follower[updatesSample] != 0 || follower[framework.LeaderSample] != 0 {
 		t.Errorf("the follower wrote %v creates and %v updates, leader gauge %v; want none: only the leader mirrors",
-			follower[createsSample], follower[updatesSample], follower[leaderSample])
+			follower[createsSample], follower[updatesSample], follower[framework.LeaderSample])
 	}
 	leading := replicaMetrics(t, replicas[lead])
 	puts.mu.Lock()

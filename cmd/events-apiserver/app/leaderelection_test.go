@@ -1,0 +1,68 @@
+package app
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/kube-events/events-apiserver/pkg/apiserver"
+)
+
+func TestLeaderElectionFlags(t *testing.T) {
+	tests := []struct {
+		name    string
+		args    []string
+		want    apiserver.LeaderElectionConfig
+		wantErr string
+	}{
+		{name: "defaults: elected, 15s lease, generated identity", want: apiserver.LeaderElectionConfig{TTL: 15 * time.Second}},
+		{
+			name: "lease duration and identity",
+			args: []string{"--leader-elect-lease-duration=3s", "--leader-elect-identity=replica-a"},
+			want: apiserver.LeaderElectionConfig{Identity: "replica-a", TTL: 3 * time.Second},
+		},
+		{
+			name: "election off",
+			args: []string{"--leader-elect=false"},
+			want: apiserver.LeaderElectionConfig{Disabled: true, TTL: 15 * time.Second},
+		},
+		{
+			name: "election off ignores the lease duration",
+			args: []string{"--leader-elect=false", "--leader-elect-lease-duration=0s"},
+			want: apiserver.LeaderElectionConfig{Disabled: true},
+		},
+		{
+			name:    "lease under a second",
+			args:    []string{"--leader-elect-lease-duration=500ms"},
+			wantErr: "--leader-elect-lease-duration must be whole seconds, at least 1s, got 500ms",
+		},
+		{
+			name:    "lease not whole seconds",
+			args:    []string{"--leader-elect-lease-duration=1500ms"},
+			wantErr: "--leader-elect-lease-duration must be whole seconds, at least 1s, got 1.5s",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Setenv("KUBERNETES_SERVICE_HOST", "")
+			o := parse(t, append([]string{"--data-dir=" + t.TempDir()}, tt.args...)...)
+			if err := o.Complete(); err != nil {
+				t.Fatal(err)
+			}
+			err := o.Validate()
+			switch {
+			case tt.wantErr == "" && err != nil:
+				t.Fatalf("unexpected error: %v", err)
+			case tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)):
+				t.Fatalf("error %v, want one containing %q", err, tt.wantErr)
+			case tt.wantErr != "":
+				return
+			}
+			if diff := cmp.Diff(tt.want, o.LeaderElection.config()); diff != "" {
+				t.Errorf("election configuration (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

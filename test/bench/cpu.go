@@ -1,0 +1,114 @@
+package bench
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"k8s.io/client-go/rest"
+)
+
+// cpuUse is the CPU time, in seconds, each process of a run spent: the
+// server under test, its etcd and this load generator. Dividing it by the
+// creates of a phase tells where a create's CPU goes on a machine whose
+// cores all three share, which the create rate alone does not.
+type cpuUse struct {
+	server, etcd, client float64
+}
+
+func (a cpuUse) sub(b cpuUse) cpuUse {
+	return cpuUse{server: a.server - b.server, etcd: a.etcd - b.etcd, client: a.client - b.client}
+}
+
+// cpuNow reads the server's and etcd's process_cpu_seconds_total from their
+// /metrics and this process's user and system time.
+func cpuNow(ctx context.Context, t *target) (cpuUse, error) {
+	var use cpuUse
+	c, err := rest.UnversionedRESTClientFor(withCodecs(t.config))
+	if err != nil {
+		return use, err
+	}
+	body, err := c.Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		return use, fmt.Errorf("server metrics: %w", err)
+	}
+	if use.server, err = metricValue(body, "process_cpu_seconds_total"); err != nil {
+		return use, fmt.Errorf("server: %w", err)
+	}
+	if use.etcd, err = etcdCPU(ctx, t.etcdURL); err != nil {
+		return use, fmt.Errorf("etcd: %w", err)
+	}
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return use, err
+	}
+	use.client = time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
+	return use, nil
+}
+
+func etcdCPU(ctx context.Context, url string) (float64, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url+"/metrics", nil)
+	if err != nil {
+		return 0, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0, err
+	}
+	return metricValue(body, "process_cpu_seconds_total")
+}
+
+// metricValue is the value of an unlabelled metric in a Prometheus text
+// exposition.
+func metricValue(body []byte, name string) (float64, error) {
+	scanner := bufio.NewScanner(bytes.NewReader(body))
+	scanner.Buffer(make([]byte, 1<<20), 1<<20)
+	for scanner.Scan() {
+		if value, ok := strings.CutPrefix(scanner.Text(), name+" "); ok {
+			return strconv.ParseFloat(strings.TrimSpace(value), 64)
+		}
+	}
+	if err := scanner.Err(); err != nil {
+		return 0, err
+	}
+	return 0, errors.New("no " + name + " in /metrics")
+}
+
+// measured runs load and returns its result with the CPU each process
+// spent during it.
+func measured(ctx context.Context, t *target, load func() createResult) (createResult, error) {
+	before, err := cpuNow(ctx, t)
+	if err != nil {
+		return createResult{}, err
+	}
+	res := load()
+	after, err := cpuNow(ctx, t)
+	if err != nil {
+		return res, err
+	}
+	res.cpu = after.sub(before)
+	return res, nil
+}
+
+// perCreate is the CPU milliseconds per create of each process, for a
+// table cell.
+func (r createResult) perCreate() string {
+	if r.created == 0 {
+		return "-"
+	}
+	per := func(s float64) float64 { return s * 1000 / float64(r.created) }
+	return fmt.Sprintf("%.2f / %.2f / %.2f ms", per(r.cpu.server), per(r.cpu.etcd), per(r.cpu.client))
+}
