@@ -23,6 +23,14 @@ import (
 // selectors Matcher builds read a packed set through packedFields; any
 // other fields.Set they are given (ToSelectableFields') reads as it is.
 
+// FieldStatelessSeries selects the series stored without a state ("true";
+// "" for every other event), for the series-state controller to list and
+// watch those alone instead of every event without a state, singletons
+// included. No served version accepts it (their field label conversions
+// refuse labels they do not map), so it changes no user's selector; it is
+// for in-process callers of the store.
+const FieldStatelessSeries = "series.stateless"
+
 // selectableLabels are the canonical labels of the selectable fields, in
 // the order their values are packed.
 var selectableLabels = func() []string {
@@ -34,7 +42,7 @@ var selectableLabels = func() []string {
 	}
 	return append(labels, eventconversion.FieldReason, eventconversion.FieldAction, eventconversion.FieldSource,
 		eventconversion.FieldReportingComponent, eventconversion.FieldReportingInstance, eventconversion.FieldType,
-		eventconversion.FieldSeriesState)
+		eventconversion.FieldSeriesState, FieldStatelessSeries)
 }()
 
 // labelPosition is the position of each selectable label's value.
@@ -63,9 +71,12 @@ func selectableValues(event *core.Event) []string {
 	}
 	values = appendReference(values, related)
 
-	seriesState := ""
+	seriesState, stateless := "", ""
 	if event.Series != nil {
 		seriesState = string(event.Series.State)
+		if seriesState == "" {
+			stateless = "true"
+		}
 	}
 	// source is the legacy reporter, falling back to the new one, and
 	// reportingComponent the new one, falling back to the legacy one, so
@@ -76,7 +87,7 @@ func selectableValues(event *core.Event) []string {
 	}
 	return append(values, event.Reason, event.Action, source,
 		eventconversion.ReportingController(event.ReportingController, event.Source.Component),
-		event.ReportingInstance, event.Type, seriesState)
+		event.ReportingInstance, event.Type, seriesState, stateless)
 }
 
 // appendReference appends the values of ObjectReferenceFields.

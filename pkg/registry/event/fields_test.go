@@ -22,6 +22,8 @@ func TestPackedFieldsSelectAsThePlainSet(t *testing.T) {
 	withOddValues.Series = nil
 	withoutRelated := fullEvent()
 	withoutRelated.Related = nil
+	stateless := fullEvent()
+	stateless.Series.State = ""
 
 	for _, tt := range []struct {
 		name  string
@@ -30,6 +32,7 @@ func TestPackedFieldsSelectAsThePlainSet(t *testing.T) {
 		{name: "every field set", event: fullEvent()},
 		{name: "no field set", event: &core.Event{}},
 		{name: "no related object", event: withoutRelated},
+		{name: "series without state", event: stateless},
 		{name: "NUL, 300-byte value, no series", event: withOddValues},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -101,5 +104,35 @@ func TestGetAttrsPacksNameNamespaceAndTheRest(t *testing.T) {
 	want := fields.Set{"metadata.name": event.Name, "metadata.namespace": event.Namespace, packedKey: packed[packedKey]}
 	if diff := cmp.Diff(want, packed); diff != "" {
 		t.Errorf("packed set (-want +got):\n%s", diff)
+	}
+}
+
+// FieldStatelessSeries selects the series stored without a state, and
+// neither singletons nor series with a state.
+func TestStatelessSeriesField(t *testing.T) {
+	withState := fullEvent()
+	stateless := fullEvent()
+	stateless.Series.State = ""
+	singleton := fullEvent()
+	singleton.Series = nil
+	predicate := Matcher(labels.Everything(), fields.OneTermEqualSelector(FieldStatelessSeries, "true"))
+	for _, tt := range []struct {
+		name  string
+		event *core.Event
+		want  bool
+	}{
+		{"series without state", stateless, true},
+		{"series with a state", withState, false},
+		{"singleton", singleton, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := predicate.Matches(tt.event)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("selected (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

@@ -23,7 +23,6 @@ import (
 	"github.com/kube-events/events-apiserver/pkg/admission/eventseries"
 	"github.com/kube-events/events-apiserver/pkg/apis/core"
 	corev1 "github.com/kube-events/events-apiserver/pkg/apis/core/v1"
-	eventconversion "github.com/kube-events/events-apiserver/pkg/conversion"
 	eventregistry "github.com/kube-events/events-apiserver/pkg/registry/event"
 )
 
@@ -85,9 +84,8 @@ func (c *StateController) Run(ctx context.Context) {
 	wg.Wait()
 }
 
-// stateless selects the events with no series state: singletons, and the
-// series this controller is for.
-var stateless = fields.OneTermEqualSelector(eventconversion.FieldSeriesState, "")
+// stateless selects the series stored without a state.
+var stateless = fields.OneTermEqualSelector(eventregistry.FieldStatelessSeries, "true")
 
 // listAndWatch queues every stateless series, then each one the watch
 // reports, until the watch ends.
