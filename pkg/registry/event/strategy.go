@@ -121,7 +121,9 @@ func (Strategy) Canonicalize(obj runtime.Object) {
 // event that does not exist creates it.
 func (Strategy) AllowCreateOnUpdate(context.Context) bool { return true }
 
-// ValidateUpdate validates an update against the rules of the request's API version.
+// ValidateUpdate validates an update against the rules of the request's API
+// version, the series state machine included: in-process writers
+// (InternalWriteContext) meet it as clients do.
 func (Strategy) ValidateUpdate(ctx context.Context, obj, old runtime.Object) field.ErrorList {
 	return validation.ValidateEventUpdate(obj.(*core.Event), old.(*core.Event), requestGroupVersion(ctx))
 }

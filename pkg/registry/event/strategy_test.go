@@ -3,6 +3,7 @@ package event
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -255,6 +256,37 @@ func TestPrepareForUpdateKeepsStoredSeriesState(t *testing.T) {
 			NewStrategy(nil).PrepareForUpdate(tc.ctx, sent, stored)
 			if diff := cmp.Diff(tc.wantSentState, sent.Series.State); diff != "" {
 				t.Errorf("state after PrepareForUpdate (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// In-process writers (the mirror, the series controllers) meet the series
+// state machine as clients do: validation holds it, not admission.
+func TestValidateUpdateHoldsInProcessWritersToTheSeriesRules(t *testing.T) {
+	ctx := InternalWriteContext(context.Background(), "default", schema.GroupVersion{Version: "v1"})
+	stored := fullEvent()
+	stored.Namespace, stored.InvolvedObject.Namespace = "default", "default"
+	stored.Series.State = core.EventSeriesStateFinished
+	stored.Series.LastObservedTime = metav1.NewMicroTime(time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC))
+	for _, tc := range []struct {
+		name   string
+		mutate func(*core.Event)
+		want   []string
+	}{
+		{"Finished stays Finished", func(e *core.Event) { e.Labels = map[string]string{"team": "b"} }, nil},
+		{"Finished back to Ongoing", func(e *core.Event) { e.Series.State = core.EventSeriesStateOngoing }, []string{"series.state"}},
+		{"count decreases", func(e *core.Event) { e.Series.Count = 1 }, []string{"series.count", "series.count"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			updated := stored.DeepCopy()
+			tc.mutate(updated)
+			var got []string
+			for _, err := range NewStrategy(nil).ValidateUpdate(ctx, updated, stored) {
+				got = append(got, err.Field)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("refused fields (-want +got):\n%s", diff)
 			}
 		})
 	}
