@@ -143,4 +143,36 @@ func TestSeriesStateThroughKubeAPIServer(t *testing.T) {
 			}
 		})
 	}
+
+	// The abandoned series' reporter is back: its heartbeat carries the
+	// occurrences it counted meanwhile, and the series is Ongoing again.
+	heartbeat, err := kube.EventsV1().Events(namespace).Get(ctx, delivered["abandoned"].Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	heartbeat.Series.Count = 3
+	heartbeat.Series.LastObservedTime = metav1.NewMicroTime(time.Now())
+	if patch, err = framework.SeriesPatch(heartbeat); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sink.Patch(ctx, heartbeat, patch); err != nil {
+		t.Fatalf("heartbeat through kube-apiserver: %v", err)
+	}
+	// The watch first delivers both series leaving Ongoing (DELETED).
+	deadline := time.After(15 * time.Second)
+	for revived := false; !revived; {
+		select {
+		case e := <-ongoing.ResultChan():
+			event, ok := e.Object.(*ourv1.Event)
+			if !ok || e.Type == watch.Deleted {
+				continue
+			}
+			if e.Type != watch.Added || event.Name != heartbeat.Name || event.Series.Count != 3 {
+				t.Fatalf("series.state=Ongoing watch after the heartbeat: %s of %s, want ADDED of %s with count 3", e.Type, event.Name, heartbeat.Name)
+			}
+			revived = true
+		case <-deadline:
+			t.Fatal("series.state=Ongoing watch: the revived series not delivered within 15s")
+		}
+	}
 }
