@@ -316,7 +316,7 @@ func TestUpdateStateChosenByClient(t *testing.T) {
 	})
 }
 
-func TestUpdateCountAndTime(t *testing.T) {
+func TestUpdateWithoutClientState(t *testing.T) {
 	runWrites(t, []write{
 		{
 			name: "lastObservedTime differs below a microsecond",

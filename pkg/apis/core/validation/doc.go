@@ -12,6 +12,10 @@
 //   - series.state, which upstream lacks, must be a known state in every
 //     version, and a v1beta1 deprecatedHost that disagrees with
 //     deprecatedSource.host is rejected;
+//   - the series rules (series.go): what a series carries, how it may
+//     change, and that Finished is final, for every writer (clients through
+//     any version, the mirror, the server's controllers); the rules that
+//     depend on the clock are the EventSeries admission plugin's;
 //   - on strict create every missing or malformed reporting field is
 //     reported, not only those checked when eventTime is set;
 //   - the immutability of reportingController compares what events.k8s.io

@@ -286,7 +286,8 @@ func validateEventType(eventType string) field.ErrorList {
 }
 
 // validateSeriesState checks that a series' state, when set, is one of the
-// known states. An empty state is left for admission to default.
+// known states. An empty state is left for admission (or, for writes that
+// bypass it, the series-state controller) to set.
 func validateSeriesState(series *core.EventSeries) field.ErrorList {
 	if series == nil || series.State == "" {
 		return nil
