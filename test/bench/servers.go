@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/kube-events/events-apiserver/test/freeport"
 	"github.com/kube-events/events-apiserver/test/integration/framework"
 )
 
@@ -74,10 +74,11 @@ func startEventsAPIServer(ctx context.Context, assets, binary string, env []stri
 	if err != nil {
 		return nil, fmt.Errorf("starting etcd: %w", err)
 	}
-	port, err := freePort()
+	ports, err := freeport.Ports(1)
 	if err != nil {
 		return nil, errors.Join(err, etcd.Stop())
 	}
+	port := ports[0]
 	dataDir := filepath.Join(dir, "events-apiserver")
 	admissionConfig := filepath.Join(dir, "admission.yaml")
 	if err := os.WriteFile(admissionConfig, []byte(benchAdmissionConfig), 0o600); err != nil {
@@ -131,15 +132,6 @@ func startEventsAPIServer(ctx context.Context, assets, binary string, env []stri
 		return nil, errors.Join(err, stop())
 	}
 	return &target{name: "events-apiserver", config: cfg, etcdURL: etcd.Endpoints[0], stop: stop}, nil
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // rss reads the server's resident memory from its /metrics

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,6 +18,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/kube-events/events-apiserver/test/freeport"
 )
 
 // startTimeout bounds the start of one process until it serves.
@@ -143,9 +144,13 @@ type etcdCluster struct {
 func startEtcd(t *testing.T, n int, extra ...string) *etcdCluster {
 	t.Helper()
 	var clientURLs, peerURLs, initial []string
+	ports, err := freeport.Ports(2 * n)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for i := range n {
-		clientURLs = append(clientURLs, "http://"+freeAddress(t))
-		peerURLs = append(peerURLs, "http://"+freeAddress(t))
+		clientURLs = append(clientURLs, fmt.Sprintf("http://127.0.0.1:%d", ports[2*i]))
+		peerURLs = append(peerURLs, fmt.Sprintf("http://127.0.0.1:%d", ports[2*i+1]))
 		initial = append(initial, fmt.Sprintf("etcd-%d=%s", i, peerURLs[i]))
 	}
 	c := &etcdCluster{}
@@ -175,7 +180,6 @@ func startEtcd(t *testing.T, n int, extra ...string) *etcdCluster {
 		m.cleanup(t)
 		c.members = append(c.members, m)
 	}
-	var err error
 	c.client, err = clientv3.New(clientv3.Config{Endpoints: clientURLs, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
 	if err != nil {
 		t.Fatal(err)
@@ -245,7 +249,7 @@ func startServer(t *testing.T, extra ...string) *server {
 		logs: filepath.Join(dir, "server.log"),
 		args: append([]string{
 			"--data-dir=" + filepath.Join(dir, "data"),
-			"--secure-port=" + strconv.Itoa(freePort(t)),
+			"--secure-port=" + strconv.Itoa(freeport.Port(t)),
 			"--standalone",
 			"--embedded-etcd-log-level=error",
 			"-v=1",
@@ -273,26 +277,4 @@ func startServer(t *testing.T, extra ...string) *server {
 	}
 	s.config.QPS, s.config.Burst = -1, -1
 	return s
-}
-
-// freePort is a loopback port free at the time of the call.
-func freePort(t *testing.T) int {
-	t.Helper()
-	_, port, err := net.SplitHostPort(freeAddress(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, _ := strconv.Atoi(port)
-	return p
-}
-
-// freeAddress is a loopback host:port free at the time of the call.
-func freeAddress(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
 }

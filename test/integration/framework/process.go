@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,6 +18,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/kube-events/events-apiserver/test/freeport"
 )
 
 // BuildServer builds cmd/events-apiserver into dir and returns the
@@ -59,12 +60,11 @@ type ServerProcess struct {
 // its kubeconfig (it is ready). Its output goes to dataDir/server.log. The
 // process dies with the caller.
 func StartServerProcess(ctx context.Context, binary, dataDir string, args ...string) (*ServerProcess, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	ports, err := freeport.Ports(1)
 	if err != nil {
 		return nil, err
 	}
-	port := l.Addr().(*net.TCPAddr).Port
-	_ = l.Close()
+	port := ports[0]
 	if err := os.MkdirAll(dataDir, 0o700); err != nil {
 		return nil, err
 	}
