@@ -146,6 +146,13 @@ func TestWatchBookmarks(t *testing.T) {
 	forEachVersionAndClient(t, func(t *testing.T, version apiVersion, c client, namespace string) {
 		ctx := ctxFor(t)
 		createEvents(t, namespace, "bookmarked", 2)
+		// A watch from resourceVersion 0 starts from whatever the watch
+		// cache holds: wait until it holds both events, as a list from 0
+		// shows, so that the watch must begin with both.
+		eventually(t, requestTimeout, "the watch cache holds both events", func() (bool, error) {
+			items, _, err := version.list(ctx, c, namespace, metav1.ListOptions{ResourceVersion: "0"})
+			return len(items) == 2, err
+		})
 
 		// The periodic bookmark, which the server sends at the latest 2s
 		// before the watch times out.
