@@ -47,20 +47,13 @@ func startKubeAPIServer(assets string) (*target, error) {
 	return &target{name: "kube-apiserver", config: cfg, etcdURL: env.ControlPlane.Etcd.URL.String(), stop: env.Stop}, nil
 }
 
-// benchAdmissionConfig keeps EventRateLimit on (its cost per write is
+// benchRateLimits keep EventRateLimit on (its cost per write is
 // measured) with limits above the benchmark's load: with the defaults,
 // 200 creates/s per namespace, every phase in the one "bench" namespace
 // would measure the limit (client-go waits out each 429's Retry-After and
 // retries) instead of the server. kube-apiserver, the anchor, has no
 // events rate limit by default.
-const benchAdmissionConfig = `apiVersion: apiserver.config.k8s.io/v1
-kind: AdmissionConfiguration
-plugins:
-- name: EventRateLimit
-  configuration:
-    apiVersion: eventratelimit.admission.events.k8s.io/v1alpha1
-    kind: EventRateLimitConfiguration
-    limits:
+const benchRateLimits = `    limits:
     - {type: Reporter, qps: 100000, burst: 100000}
     - {type: Object, qps: 100000, burst: 100000}
     - {type: Namespace, qps: 100000, burst: 100000}
@@ -80,8 +73,8 @@ func startEventsAPIServer(ctx context.Context, assets, binary string, env []stri
 	}
 	port := ports[0]
 	dataDir := filepath.Join(dir, "events-apiserver")
-	admissionConfig := filepath.Join(dir, "admission.yaml")
-	if err := os.WriteFile(admissionConfig, []byte(benchAdmissionConfig), 0o600); err != nil {
+	admissionConfig, err := framework.WriteRateLimitAdmissionConfig(dir, benchRateLimits)
+	if err != nil {
 		return nil, errors.Join(err, etcd.Stop())
 	}
 	var output bytes.Buffer

@@ -21,7 +21,7 @@ import (
 // metadata.name and metadata.namespace, which the cacher reads from the set
 // itself to find the watchers scoped to one namespace or name. The
 // selectors Matcher builds read a packed set through packedFields; any
-// other fields.Set they are given (ToSelectableFields') reads as it is.
+// other fields.Set they are given (plainSelectableFields') reads as it is.
 
 // FieldStatelessSeries selects the series stored without a state ("true";
 // "" for every other event), for the series-state controller to list and
@@ -95,12 +95,13 @@ func appendReference(values []string, ref *core.ObjectReference) []string {
 	return append(values, ref.Kind, ref.Namespace, ref.Name, string(ref.UID), ref.APIVersion, ref.ResourceVersion, ref.FieldPath)
 }
 
-// ToSelectableFields returns the selectable fields of an event under their
-// canonical (core/v1) labels; see pkg/conversion for how each served
-// version names them. It holds only the fields that are set: fields.Set
+// plainSelectableFields returns the selectable fields of an event under their
+// canonical (core/v1) labels as a plain set: what a packed set reads as, and
+// the reference the tests hold packFields to; see pkg/conversion for how
+// each served version names them. It holds only the fields that are set: fields.Set
 // reads an absent label as "", so an unset field selects exactly as an
 // empty one would (related.name= matches events without a related object).
-func ToSelectableFields(event *core.Event) fields.Set {
+func plainSelectableFields(event *core.Event) fields.Set {
 	set := fields.Set{}
 	for i, value := range selectableValues(event) {
 		if value != "" {
@@ -178,7 +179,7 @@ func uvarint(s string) (value, size int) {
 	return 0, 0
 }
 
-// Has reports whether label is set, as ToSelectableFields' set would.
+// Has reports whether label is set, as plainSelectableFields' set would.
 func (p packedFields) Has(label string) bool { return p.Get(label) != "" }
 
 // unpacked returns the fields a selector reads from a set GetAttrs made.

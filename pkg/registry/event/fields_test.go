@@ -12,7 +12,7 @@ import (
 )
 
 // The packed set GetAttrs gives the watch cache selects exactly as the
-// plain set of ToSelectableFields: every label, = and !=, on the value the
+// plain set of plainSelectableFields: every label, = and !=, on the value the
 // event has, on "" and on another value.
 func TestPackedFieldsSelectAsThePlainSet(t *testing.T) {
 	long := strings.Repeat("x", 300) // a length that takes two uvarint bytes
@@ -36,7 +36,7 @@ func TestPackedFieldsSelectAsThePlainSet(t *testing.T) {
 		{name: "NUL, 300-byte value, no series", event: withOddValues},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			plain := ToSelectableFields(tt.event)
+			plain := plainSelectableFields(tt.event)
 			_, packed, err := GetAttrs(tt.event)
 			if err != nil {
 				t.Fatal(err)

@@ -55,7 +55,7 @@ func RegardingName(obj runtime.Object) string {
 }
 
 // relatedName is the name of the event's related object, or "" without
-// one, as ToSelectableFields selects it.
+// one, as plainSelectableFields selects it.
 func relatedName(obj runtime.Object) string {
 	if related := obj.(*core.Event).Related; related != nil {
 		return related.Name

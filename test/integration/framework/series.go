@@ -5,10 +5,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"testing"
 	"time"
 
 	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
+	"k8s.io/apimachinery/pkg/watch"
+
+	ourv1 "github.com/kube-events/events-apiserver/pkg/apis/events/v1"
 )
 
 // Short EventSeries thresholds for tests of series states, so that a
@@ -56,4 +60,26 @@ func SeriesPatch(event *eventsv1.Event) ([]byte, error) {
 		return nil, err
 	}
 	return strategicpatch.CreateTwoWayMergePatch(oldData, newData, eventsv1.Event{})
+}
+
+// ReceiveSeries reads n ADDED events from w, a watch of our events.k8s.io/v1
+// (a series.state selection), and returns them by regarding name; any other
+// watch event, or fewer than n within the timeout, fails t.
+func ReceiveSeries(t testing.TB, w watch.Interface, n int, within time.Duration) map[string]*ourv1.Event {
+	t.Helper()
+	delivered := map[string]*ourv1.Event{}
+	deadline := time.After(within)
+	for len(delivered) < n {
+		select {
+		case e := <-w.ResultChan():
+			event, ok := e.Object.(*ourv1.Event)
+			if !ok || e.Type != watch.Added {
+				t.Fatalf("series watch: %s %T, want ADDED events", e.Type, e.Object)
+			}
+			delivered[event.Regarding.Name] = event
+		case <-deadline:
+			t.Fatalf("series watch: delivered %d series within %v, want %d", len(delivered), within, n)
+		}
+	}
+	return delivered
 }

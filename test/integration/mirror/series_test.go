@@ -9,7 +9,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/events"
 
@@ -57,19 +56,7 @@ func TestMirroredSeriesGetStates(t *testing.T) {
 	eventName(t, ns, "abandoned")
 	occur()
 
-	delivered := map[string]*ourv1.Event{}
-	for len(delivered) < 2 {
-		select {
-		case e := <-ongoing.ResultChan():
-			event, ok := e.Object.(*ourv1.Event)
-			if !ok || e.Type != watch.Added {
-				t.Fatalf("series.state=Ongoing watch: %s %T, want ADDED events", e.Type, e.Object)
-			}
-			delivered[event.Regarding.Name] = event
-		case <-time.After(15 * time.Second):
-			t.Fatalf("series.state=Ongoing watch: delivered %d mirrored series within 15s, want 2", len(delivered))
-		}
-	}
+	delivered := framework.ReceiveSeries(t, ongoing, 2, 15*time.Second)
 	for name, event := range delivered {
 		if event.Series == nil || event.Series.Count != 2 {
 			t.Errorf("%s: series %+v, want count 2", name, event.Series)

@@ -76,19 +76,7 @@ func TestSeriesStateThroughKubeAPIServer(t *testing.T) {
 	occur()
 
 	// Both series reach the Ongoing watch, with no write through our API.
-	delivered := map[string]*ourv1.Event{}
-	for len(delivered) < 2 {
-		select {
-		case e := <-ongoing.ResultChan():
-			event, ok := e.Object.(*ourv1.Event)
-			if !ok || e.Type != watch.Added {
-				t.Fatalf("series.state=Ongoing watch: %s %T, want ADDED events", e.Type, e.Object)
-			}
-			delivered[event.Regarding.Name] = event
-		case <-time.After(15 * time.Second):
-			t.Fatalf("series.state=Ongoing watch: delivered %d series within 15s, want 2", len(delivered))
-		}
-	}
+	delivered := framework.ReceiveSeries(t, ongoing, 2, 15*time.Second)
 	for pod, event := range delivered {
 		if event.Series == nil || event.Series.Count != 2 || event.Series.State != ourv1.EventSeriesStateOngoing {
 			t.Errorf("%s: series %+v, want count 2 Ongoing", pod, event.Series)

@@ -2,7 +2,6 @@ package series
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,9 +10,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -98,23 +95,6 @@ func pod(namespace string) *corev1.Pod {
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
 		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "web-0", UID: "0b6e1a3c-5a1e-4c41-9d2b-2f3f1c0d9e01"},
 	}
-}
-
-// seriesPatch is client-go's createPatchBytesForSeries (tools/events,
-// v0.37.2), verbatim: the strategic merge patch its recorder sends for every
-// write to a series, the count-2 write, the heartbeats and the final write.
-func seriesPatch(event *eventsv1.Event) ([]byte, error) {
-	oldEvent := event.DeepCopy()
-	oldEvent.Series = nil
-	oldData, err := json.Marshal(oldEvent)
-	if err != nil {
-		return nil, err
-	}
-	newData, err := json.Marshal(event)
-	if err != nil {
-		return nil, err
-	}
-	return strategicpatch.CreateTwoWayMergePatch(oldData, newData, eventsv1.Event{})
 }
 
 // waitForEvents polls the events of namespace (through the generated

@@ -246,7 +246,7 @@ func recorderEvent(namespace, name string, eventTime time.Time) *eventsv1.Event 
 // patchSeries sends client-go's series write for event through its sink.
 func patchSeries(ctx context.Context, t *testing.T, sink *events.EventSinkImpl, event *eventsv1.Event) {
 	t.Helper()
-	patch, err := seriesPatch(event)
+	patch, err := framework.SeriesPatch(event)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,8 +10,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -37,16 +35,8 @@ import (
 // EventRateLimitConfiguration body, written to a file of the test.
 func admissionConfig(t *testing.T, body string) string {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "admission.yaml")
-	contents := `apiVersion: apiserver.config.k8s.io/v1
-kind: AdmissionConfiguration
-plugins:
-- name: EventRateLimit
-  configuration:
-    apiVersion: eventratelimit.admission.events.k8s.io/v1alpha1
-    kind: EventRateLimitConfiguration
-` + body
-	if err := os.WriteFile(path, []byte(contents), 0o600); err != nil {
+	path, err := framework.WriteRateLimitAdmissionConfig(t.TempDir(), body)
+	if err != nil {
 		t.Fatal(err)
 	}
 	return path
