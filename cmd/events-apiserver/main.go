@@ -12,6 +12,7 @@ import (
 )
 
 func main() {
+	app.SetDefaultGCPercent()
 	ctx := genericapiserver.SetupSignalContext()
 	os.Exit(cli.Run(app.NewCommand(ctx)))
 }

@@ -199,10 +199,11 @@ func measure(ctx context.Context, cfg Config, t *target) (*Result, error) {
 		r.Lists[row.name] = res
 		cfg.logf("%s: list %s: %v, %d items", t.name, row.selector, res.median, res.items)
 	}
-	if r.RSSBytes, err = rss(ctx, t.config); err != nil {
+	var breakdown string
+	if r.RSSBytes, breakdown, err = rss(ctx, t.config); err != nil {
 		return r, err
 	}
-	cfg.logf("%s: RSS %.0f MiB at %d events", t.name, r.RSSBytes/(1<<20), r.Events)
+	cfg.logf("%s: RSS %.0f MiB at %d events (%s)", t.name, r.RSSBytes/(1<<20), r.Events, breakdown)
 	if cfg.ProfileDir != "" && t.name == "events-apiserver" {
 		if err := saveProfile(ctx, t.config, "/debug/pprof/heap", "gc=1", filepath.Join(cfg.ProfileDir, "heap.pprof")); err != nil {
 			return r, fmt.Errorf("heap profile: %w", err)

@@ -128,17 +128,32 @@ func startEventsAPIServer(ctx context.Context, assets, binary string, env []stri
 }
 
 // rss reads the server's resident memory from its /metrics
-// (process_resident_memory_bytes), the same way for both servers.
-func rss(ctx context.Context, cfg *rest.Config) (float64, error) {
+// (process_resident_memory_bytes), the same way for both servers, and how
+// the Go runtime accounts for it: the heap in use, free heap not yet
+// returned to the OS, the collector's next target and goroutine stacks.
+func rss(ctx context.Context, cfg *rest.Config) (float64, string, error) {
 	c, err := rest.UnversionedRESTClientFor(withCodecs(cfg))
 	if err != nil {
-		return 0, err
+		return 0, "", err
 	}
 	body, err := c.Get().AbsPath("/metrics").DoRaw(ctx)
 	if err != nil {
-		return 0, err
+		return 0, "", err
 	}
-	return metricValue(body, "process_resident_memory_bytes")
+	resident, err := metricValue(body, "process_resident_memory_bytes")
+	if err != nil {
+		return 0, "", err
+	}
+	names := []string{"go_memstats_heap_inuse_bytes", "go_memstats_heap_idle_bytes", "go_memstats_heap_released_bytes", "go_memstats_next_gc_bytes", "go_memstats_stack_inuse_bytes"}
+	values := make([]float64, len(names))
+	for i, name := range names {
+		if values[i], err = metricValue(body, name); err != nil {
+			return resident, "", nil // not a Go server's metrics: no breakdown
+		}
+	}
+	const mib = 1 << 20
+	return resident, fmt.Sprintf("heap in use %.0f MiB, free heap kept %.0f MiB, next GC at %.0f MiB, stacks %.0f MiB",
+		values[0]/mib, (values[1]-values[2])/mib, values[3]/mib, values[4]/mib), nil
 }
 
 // saveProfile writes the server's pprof profile at path (with query) to file.

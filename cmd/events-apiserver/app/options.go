@@ -129,9 +129,14 @@ func NewOptions() *Options {
 //     Without it, lists with a continue token or an exact resourceVersion
 //     are served by etcd, as before Kubernetes 1.34; the first page of a
 //     list and every list by an indexed field still come from the cache.
+//   - SizeBasedListCostEstimate keeps every cached key a second time, with
+//     its size, for API Priority and Fairness to charge a list by the bytes
+//     it returns (about 90 bytes per event). Events are all about the same
+//     size, so the object count it falls back to estimates them as well.
 func setDefaultFeatureGates() {
 	if err := utilfeature.DefaultMutableFeatureGate.SetFromMap(map[string]bool{
-		string(features.ListFromCacheSnapshot): false,
+		string(features.ListFromCacheSnapshot):     false,
+		string(features.SizeBasedListCostEstimate): false,
 	}); err != nil {
 		panic(err)
 	}

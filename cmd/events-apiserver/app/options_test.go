@@ -1,6 +1,7 @@
 package app
 
 import (
+	"runtime/debug"
 	"strings"
 	"testing"
 	"time"
@@ -8,6 +9,7 @@ import (
 	"github.com/spf13/pflag"
 	"k8s.io/apiserver/pkg/features"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	"k8s.io/component-base/featuregate"
 )
 
 func parse(t *testing.T, args ...string) *Options {
@@ -121,26 +123,52 @@ func TestConfigWithoutEtcdAsksForRun(t *testing.T) {
 	}
 }
 
-// TestWatchCacheSnapshotsOffUnlessAsked: the watch cache keeps no snapshot
-// per write by default; --feature-gates turns them back on.
-func TestWatchCacheSnapshotsOffUnlessAsked(t *testing.T) {
+// TestCostlyLibraryFeaturesOffUnlessAsked: the watch cache keeps no
+// snapshot per write and no size per key by default; --feature-gates turns
+// either back on.
+func TestCostlyLibraryFeaturesOffUnlessAsked(t *testing.T) {
 	t.Setenv("KUBERNETES_SERVICE_HOST", "")
-	for _, tt := range []struct {
-		args []string
-		want bool
-	}{
-		{nil, false},
-		{[]string{"--feature-gates=ListFromCacheSnapshot=true"}, true},
-		{[]string{"--feature-gates=ListFromCacheSnapshot=false"}, false},
-	} {
-		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
-			o := parse(t, append([]string{"--data-dir=" + t.TempDir()}, tt.args...)...)
-			if err := o.Complete(); err != nil {
-				t.Fatal(err)
-			}
-			if got := utilfeature.DefaultFeatureGate.Enabled(features.ListFromCacheSnapshot); got != tt.want {
-				t.Errorf("ListFromCacheSnapshot = %v, want %v", got, tt.want)
-			}
-		})
+	for _, gate := range []featuregate.Feature{features.ListFromCacheSnapshot, features.SizeBasedListCostEstimate} {
+		for _, tt := range []struct {
+			args []string
+			want bool
+		}{
+			{nil, false},
+			{[]string{"--feature-gates=" + string(gate) + "=true"}, true},
+			{[]string{"--feature-gates=" + string(gate) + "=false"}, false},
+		} {
+			t.Run(string(gate)+" "+strings.Join(tt.args, " "), func(t *testing.T) {
+				o := parse(t, append([]string{"--data-dir=" + t.TempDir()}, tt.args...)...)
+				if err := o.Complete(); err != nil {
+					t.Fatal(err)
+				}
+				if got := utilfeature.DefaultFeatureGate.Enabled(gate); got != tt.want {
+					t.Errorf("%s = %v, want %v", gate, got, tt.want)
+				}
+			})
+		}
+	}
+}
+
+// TestGCPercentDefaultsUnlessGOGCIsSet: the server's collector target is
+// DefaultGCPercent, or GOGC's when the environment sets it (the runtime
+// read GOGC at start; the test sets the runtime as the environment would
+// have).
+func TestGCPercentDefaultsUnlessGOGCIsSet(t *testing.T) {
+	previous := debug.SetGCPercent(100)
+	t.Cleanup(func() { debug.SetGCPercent(previous) })
+
+	if got := SetDefaultGCPercent(); got != DefaultGCPercent {
+		t.Errorf("without GOGC: target %d, want %d", got, DefaultGCPercent)
+	}
+	if got := debug.SetGCPercent(200); got != DefaultGCPercent {
+		t.Errorf("without GOGC: the runtime's target is %d, want %d", got, DefaultGCPercent)
+	}
+	t.Setenv("GOGC", "200")
+	if got := SetDefaultGCPercent(); got != 200 {
+		t.Errorf("with GOGC=200: target %d, want 200", got)
+	}
+	if got := debug.SetGCPercent(200); got != 200 {
+		t.Errorf("with GOGC=200: the runtime's target is %d, want 200", got)
 	}
 }

@@ -52,7 +52,7 @@ func NewREST(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, ttl t
 		TableConvertor: TableConvertor{},
 	}
 	options := &generic.StoreOptions{
-		RESTOptions: optsGetter,
+		RESTOptions: internedStorage{RESTOptionsGetter: optsGetter, table: newStringTable()},
 		AttrFunc:    GetAttrs,
 		Indexers:    Indexers(),
 		TriggerFunc: TriggerFuncs(),

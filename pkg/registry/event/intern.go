@@ -1,0 +1,119 @@
+package event
+
+import (
+	"sync"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apiserver/pkg/registry/generic"
+
+	"github.com/kube-events/events-apiserver/pkg/apis/core"
+)
+
+// Most strings of a cached event repeat across events: the namespace, the
+// kind, API version, name and UID of the object it is about (an object has
+// many events), the reason, type, action and reporter. Decoded from etcd,
+// each event has its own copy of each, about 200 bytes of the 2 KiB an
+// event costs in the watch cache. The store's decoder therefore hands
+// every event it decodes (for the watch cache, lists and updates alike) the
+// one copy of each such value held in a bounded table. Names, UIDs,
+// resource versions and messages of the events themselves are left alone:
+// they are mostly unique, and the table would only grow with them.
+
+// maxInternedStrings bounds the table: at most this many distinct values
+// (a few MiB); when it is full it starts over.
+const maxInternedStrings = 1 << 16
+
+// stringTable maps each value to its one kept copy.
+type stringTable struct {
+	mu      sync.RWMutex
+	strings map[string]string
+}
+
+func newStringTable() *stringTable {
+	return &stringTable{strings: make(map[string]string)}
+}
+
+// intern returns the kept copy of s, keeping s if it has none.
+func (t *stringTable) intern(s string) string {
+	if s == "" {
+		return s
+	}
+	t.mu.RLock()
+	kept, ok := t.strings[s]
+	t.mu.RUnlock()
+	if ok {
+		return kept
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if kept, ok := t.strings[s]; ok {
+		return kept
+	}
+	if len(t.strings) >= maxInternedStrings {
+		clear(t.strings)
+	}
+	t.strings[s] = s
+	return s
+}
+
+// internEvent points the repeating strings of a freshly decoded event, not
+// yet seen by anyone else, at their kept copies.
+func (t *stringTable) internEvent(event *core.Event) {
+	event.Namespace = t.intern(event.Namespace)
+	t.internReference(&event.InvolvedObject)
+	if event.Related != nil {
+		t.internReference(event.Related)
+	}
+	event.Reason = t.intern(event.Reason)
+	event.Type = t.intern(event.Type)
+	event.Action = t.intern(event.Action)
+	event.Source.Component = t.intern(event.Source.Component)
+	event.Source.Host = t.intern(event.Source.Host)
+	event.ReportingController = t.intern(event.ReportingController)
+	event.ReportingInstance = t.intern(event.ReportingInstance)
+}
+
+func (t *stringTable) internReference(ref *core.ObjectReference) {
+	ref.Kind = t.intern(ref.Kind)
+	ref.Namespace = t.intern(ref.Namespace)
+	ref.Name = t.intern(ref.Name)
+	ref.UID = types.UID(t.intern(string(ref.UID)))
+	ref.APIVersion = t.intern(ref.APIVersion)
+	ref.ResourceVersion = t.intern(ref.ResourceVersion)
+	ref.FieldPath = t.intern(ref.FieldPath)
+}
+
+// internCodec is a storage codec whose decoded events share their repeating
+// strings through a stringTable.
+type internCodec struct {
+	runtime.Codec
+	table *stringTable
+}
+
+func (c internCodec) Decode(data []byte, defaults *schema.GroupVersionKind, into runtime.Object) (runtime.Object, *schema.GroupVersionKind, error) {
+	obj, kind, err := c.Codec.Decode(data, defaults, into)
+	if event, ok := obj.(*core.Event); ok && err == nil {
+		c.table.internEvent(event)
+	}
+	return obj, kind, err
+}
+
+// internedStorage is a RESTOptionsGetter whose store decodes events through
+// an internCodec.
+type internedStorage struct {
+	generic.RESTOptionsGetter
+	table *stringTable
+}
+
+func (g internedStorage) GetRESTOptions(resource schema.GroupResource, example runtime.Object) (generic.RESTOptions, error) {
+	options, err := g.RESTOptionsGetter.GetRESTOptions(resource, example)
+	if err != nil || options.StorageConfig == nil {
+		return options, err
+	}
+	storageConfig := *options.StorageConfig
+	storageConfig.Codec = internCodec{Codec: storageConfig.Codec, table: g.table}
+	options.StorageConfig = &storageConfig
+	return options, nil
+}
