@@ -130,6 +130,15 @@ func TestFoldBoundsWrites(t *testing.T) {
 	}
 
 	create(5)
+	// The next flush is scheduled FlushInterval after the first, by the
+	// first flush once its write returns or by this fold if that came
+	// first; the first flush's goroutine may still be finishing, so the
+	// clock moves only once the flush is scheduled.
+	if err := wait.PollUntilContextTimeout(ctx, time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		return clk.HasWaiters(), nil
+	}); err != nil {
+		t.Fatal("no flush scheduled after the fifth create")
+	}
 	clk.Step(5 * time.Second)
 	if got := stored(); got.ResourceVersion != first.ResourceVersion {
 		t.Errorf("written again %v after the last write, before the flush interval", 5*time.Second)
