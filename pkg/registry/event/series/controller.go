@@ -90,31 +90,16 @@ var stateless = fields.OneTermEqualSelector(eventregistry.FieldStatelessSeries, 
 // listAndWatch queues every stateless series, then each one the watch
 // reports, until the watch ends.
 func (c *StateController) listAndWatch(ctx context.Context, queue workqueue.TypedRateLimitingInterface[types.NamespacedName]) error {
-	ctx = genericapirequest.WithNamespace(ctx, metav1.NamespaceAll)
-	options := &metainternalversion.ListOptions{FieldSelector: stateless, Limit: listChunk}
-	var resourceVersion string
-	for {
-		obj, err := c.events.List(ctx, options)
-		if err != nil {
-			return fmt.Errorf("listing: %w", err)
-		}
-		list, ok := obj.(*core.EventList)
-		if !ok {
-			return fmt.Errorf("listing events returned %T", obj)
-		}
-		for i := range list.Items {
-			enqueue(queue, &list.Items[i])
-		}
-		if resourceVersion == "" {
-			resourceVersion = list.ResourceVersion
-		}
-		if list.Continue == "" {
-			break
-		}
-		options.Continue = list.Continue
+	list, err := listEvents(ctx, c.events, stateless)
+	if err != nil {
+		return fmt.Errorf("listing: %w", err)
+	}
+	for i := range list.Items {
+		enqueue(queue, &list.Items[i])
 	}
 
-	w, err := c.events.Watch(ctx, &metainternalversion.ListOptions{FieldSelector: stateless, ResourceVersion: resourceVersion})
+	ctx = genericapirequest.WithNamespace(ctx, metav1.NamespaceAll)
+	w, err := c.events.Watch(ctx, &metainternalversion.ListOptions{FieldSelector: stateless, ResourceVersion: list.ResourceVersion})
 	if err != nil {
 		return fmt.Errorf("watching: %w", err)
 	}

@@ -2,6 +2,7 @@ package series_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -84,5 +85,77 @@ func TestMirroredSeriesGetStates(t *testing.T) {
 				t.Errorf("series.state (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestSweepOnTheStore sweeps the server's store, behind its watch cache,
+// holding many more singletons than series: the sweeper finds the
+// abandoned series among them, stored Ongoing or without a state, and
+// leaves the rest alone.
+func TestSweepOnTheStore(t *testing.T) {
+	store := framework.StartEventStore(t)
+	thresholds := eventseries.DefaultThresholds()
+	ctx := eventregistry.InternalWriteContext(t.Context(), "default", ourcorev1.SchemeGroupVersion)
+	now := time.Now()
+	event := func(name string, series *core.EventSeries) *core.Event {
+		return &core.Event{
+			ObjectMeta:          metav1.ObjectMeta{Name: name, Namespace: "default"},
+			InvolvedObject:      core.ObjectReference{Kind: "Pod", Namespace: "default", Name: "web-0", APIVersion: "v1"},
+			Reason:              "BackOff",
+			Type:                core.EventTypeWarning,
+			EventTime:           metav1.NewMicroTime(now.Add(-2 * time.Hour)),
+			ReportingController: "kubelet",
+			ReportingInstance:   "kubelet-node-1",
+			Action:              "Restarting",
+			Series:              series,
+		}
+	}
+	seriesObserved := func(ago time.Duration, state core.EventSeriesState) *core.EventSeries {
+		return &core.EventSeries{Count: 3, LastObservedTime: metav1.NewMicroTime(now.Add(-ago)), State: state}
+	}
+	abandoned := thresholds.AbandonedAfter() + time.Minute
+	want := map[string]core.EventSeriesState{
+		"abandoned":               core.EventSeriesStateUnknown,
+		"abandoned-without-state": core.EventSeriesStateUnknown,
+		"alive":                   core.EventSeriesStateOngoing,
+		"finished":                core.EventSeriesStateFinished,
+	}
+	for name, series := range map[string]*core.EventSeries{
+		"abandoned":               seriesObserved(abandoned, core.EventSeriesStateOngoing),
+		"abandoned-without-state": seriesObserved(abandoned, ""),
+		"alive":                   seriesObserved(time.Second, core.EventSeriesStateOngoing),
+		"finished":                seriesObserved(abandoned, core.EventSeriesStateFinished),
+	} {
+		if _, err := store.Create(ctx, event(name, series), nil, &metav1.CreateOptions{}); err != nil {
+			t.Fatalf("create %s: %v", name, err)
+		}
+	}
+	for i := range 1200 {
+		if _, err := store.Create(ctx, event(fmt.Sprintf("singleton-%d", i), nil), nil, &metav1.CreateOptions{}); err != nil {
+			t.Fatalf("create singleton %d: %v", i, err)
+		}
+	}
+
+	sweeper, err := series.NewSweeper(store, thresholds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	marked, err := sweeper.Sweep(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if marked != 2 {
+		t.Errorf("marked %d series Unknown, want 2", marked)
+	}
+	got := map[string]core.EventSeriesState{}
+	for name := range want {
+		obj, err := store.Get(ctx, name, &metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got[name] = obj.(*core.Event).Series.State
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("series states after the sweep (-want +got):\n%s", diff)
 	}
 }

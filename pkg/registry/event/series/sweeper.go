@@ -32,9 +32,27 @@ const DefaultSweepInterval = time.Minute
 // keeps changing under it before giving up on it until the next sweep.
 const maxAttemptsPerEvent = 5
 
-// listChunk bounds how many events the sweeper and the controller read
-// from the store at a time.
-const listChunk = 500
+// The sweeper and the state controller read the series they look after
+// with one list per selector, without a limit, so that the watch cache
+// serves each list whole from memory. A limited list is served by etcd
+// from its second page on (the watch cache keeps no snapshot per write; see
+// ListFromCacheSnapshot), and etcd then reads every event after the last
+// page, singletons included, to find the next matches: with 100,000 events
+// cached, a sweep every minute read all of them through etcd.
+
+// listEvents lists the events of all namespaces that selector selects.
+func listEvents(ctx context.Context, events *eventregistry.REST, selector fields.Selector) (*core.EventList, error) {
+	ctx = genericapirequest.WithNamespace(ctx, metav1.NamespaceAll)
+	obj, err := events.List(ctx, &metainternalversion.ListOptions{FieldSelector: selector})
+	if err != nil {
+		return nil, err
+	}
+	list, ok := obj.(*core.EventList)
+	if !ok {
+		return nil, fmt.Errorf("listing events returned %T", obj)
+	}
+	return list, nil
+}
 
 // SeriesStore is what the sweeper needs of the events store; the server's
 // is the registry store (NewSweeper).
@@ -183,35 +201,26 @@ type registryStore struct {
 
 var _ SeriesStore = registryStore{}
 
-// ListSeries lists, in chunks, the events of all namespaces whose series may
-// be Ongoing (state Ongoing or unset) and returns those with a series.
+// mayBeOngoing selects the series the sweeper looks at: those stored
+// Ongoing and those stored without a state, which count as Ongoing.
+var mayBeOngoing = []fields.Selector{
+	fields.OneTermEqualSelector(eventconversion.FieldSeriesState, string(core.EventSeriesStateOngoing)),
+	stateless,
+}
+
+// ListSeries lists the events of all namespaces whose series may be Ongoing.
 func (s registryStore) ListSeries(ctx context.Context) ([]*core.Event, error) {
-	ctx = genericapirequest.WithNamespace(ctx, metav1.NamespaceAll)
-	selector := fields.AndSelectors(
-		fields.OneTermNotEqualSelector(eventconversion.FieldSeriesState, string(core.EventSeriesStateFinished)),
-		fields.OneTermNotEqualSelector(eventconversion.FieldSeriesState, string(core.EventSeriesStateUnknown)),
-	)
 	var series []*core.Event
-	options := &metainternalversion.ListOptions{FieldSelector: selector, Limit: listChunk}
-	for {
-		obj, err := s.events.List(ctx, options)
+	for _, selector := range mayBeOngoing {
+		list, err := listEvents(ctx, s.events, selector)
 		if err != nil {
 			return nil, err
 		}
-		list, ok := obj.(*core.EventList)
-		if !ok {
-			return nil, fmt.Errorf("listing events returned %T", obj)
-		}
 		for i := range list.Items {
-			if list.Items[i].Series != nil {
-				series = append(series, &list.Items[i])
-			}
+			series = append(series, &list.Items[i])
 		}
-		if list.Continue == "" {
-			return series, nil
-		}
-		options.Continue = list.Continue
 	}
+	return series, nil
 }
 
 // GetEvent reads one stored event.
