@@ -33,21 +33,24 @@ func sameMemory(a, b string) bool {
 	return unsafe.StringData(a) == unsafe.StringData(b) //nolint:gosec // compares the pointers, reads nothing
 }
 
+// roundTrip encodes event with codec and decodes it back.
+func roundTrip(t *testing.T, codec runtime.Codec, event *core.Event) *core.Event {
+	t.Helper()
+	data, err := runtime.Encode(codec, event)
+	if err != nil {
+		t.Fatal(err)
+	}
+	obj, err := runtime.Decode(codec, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return obj.(*core.Event)
+}
+
 func TestInternCodecSharesRepeatingStrings(t *testing.T) {
 	plain := storageCodec(t)
 	codec := internCodec{Codec: plain, table: newStringTable()}
-	decode := func(event *core.Event) *core.Event {
-		t.Helper()
-		data, err := runtime.Encode(codec, event)
-		if err != nil {
-			t.Fatal(err)
-		}
-		obj, err := runtime.Decode(codec, data)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return obj.(*core.Event)
-	}
+	decode := func(event *core.Event) *core.Event { return roundTrip(t, codec, event) }
 	first, second := fullEvent(), fullEvent()
 	second.Name, second.Message = "pod-a.2", "another message"
 	a, b := decode(first), decode(second)
@@ -88,15 +91,8 @@ func TestInternCodecSharesRepeatingStrings(t *testing.T) {
 	}
 
 	// The plain codec shares nothing.
-	data, err := runtime.Encode(plain, first)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := runtime.Decode(plain, data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if sameMemory(c.(*core.Event).InvolvedObject.Name, a.InvolvedObject.Name) {
+	c := roundTrip(t, plain, first)
+	if sameMemory(c.InvolvedObject.Name, a.InvolvedObject.Name) {
 		t.Error("a plain decode shares the interned copy")
 	}
 }
