@@ -1,6 +1,7 @@
 package framework
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -9,10 +10,14 @@ import (
 	"time"
 
 	eventsv1 "k8s.io/api/events/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/tools/events"
 
 	ourv1 "github.com/kube-events/events-apiserver/pkg/apis/events/v1"
+	"github.com/kube-events/events-apiserver/pkg/generated/clientset/versioned"
 )
 
 // Short EventSeries thresholds for tests of series states, so that a
@@ -82,4 +87,47 @@ func ReceiveSeries(t testing.TB, w watch.Interface, n int, within time.Duration)
 		}
 	}
 	return delivered
+}
+
+// WriteFinalSeries sends event's series the way client-go's tools/events
+// recorder sends its final write: once the series is older than
+// SeriesFinishAfter, as the series patch through sink. It fails t if the
+// write fails or timeout passes first.
+func WriteFinalSeries(ctx context.Context, t testing.TB, sink *events.EventSinkImpl, event *eventsv1.Event, timeout time.Duration) {
+	t.Helper()
+	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
+		return time.Since(event.Series.LastObservedTime.Time) > SeriesFinishAfter, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	patch, err := SeriesPatch(event)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sink.Patch(ctx, event, patch); err != nil {
+		t.Fatalf("final write of %s: %v", event.Name, err)
+	}
+}
+
+// WaitForSeriesState waits until our events.k8s.io/v1 event namespace/name
+// has a series in state want and returns it; it fails t after timeout.
+func WaitForSeriesState(ctx context.Context, t testing.TB, ours versioned.Interface, namespace, name string, want ourv1.EventSeriesState, timeout time.Duration) *ourv1.Event {
+	t.Helper()
+	var got *ourv1.Event
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		event, err := ours.EventsV1().Events(namespace).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, nil // not readable yet: keep waiting
+		}
+		got = event
+		return got.Series != nil && got.Series.State == want, nil
+	})
+	if err != nil {
+		series := "no event"
+		if got != nil {
+			series = fmt.Sprintf("%+v", got.Series)
+		}
+		t.Fatalf("series of %s/%s: %s, want %s: %v", namespace, name, series, want, err)
+	}
+	return got
 }

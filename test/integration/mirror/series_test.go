@@ -1,14 +1,13 @@
 package mirror
 
 import (
-	"context"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/events"
 
@@ -72,18 +71,7 @@ func TestMirroredSeriesGetStates(t *testing.T) {
 	}
 	final.Series.Count = 3
 	final.Series.LastObservedTime = metav1.NewMicroTime(time.Now())
-	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
-		return time.Since(final.Series.LastObservedTime.Time) > framework.SeriesFinishAfter, nil
-	}); err != nil {
-		t.Fatal(err)
-	}
-	patch, err := framework.SeriesPatch(final)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := sink.Patch(ctx, final, patch); err != nil {
-		t.Fatalf("final write upstream: %v", err)
-	}
+	framework.WriteFinalSeries(ctx, t, sink, final, timeout)
 
 	for _, tc := range []struct {
 		pod   string
@@ -95,13 +83,9 @@ func TestMirroredSeriesGetStates(t *testing.T) {
 		{"abandoned", ourv1.EventSeriesStateUnknown, 2},
 	} {
 		t.Run(tc.pod, func(t *testing.T) {
-			var got *ourv1.Event
-			err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
-				got, err = ours.EventsV1().Events(ns).Get(ctx, delivered[tc.pod].Name, metav1.GetOptions{})
-				return err == nil && got.Series != nil && got.Series.State == tc.want && got.Series.Count == tc.count, nil
-			})
-			if err != nil {
-				t.Fatalf("mirrored series of %s: %+v, want %s with count %d: %v", tc.pod, got.Series, tc.want, tc.count, err)
+			got := framework.WaitForSeriesState(ctx, t, ours, ns, delivered[tc.pod].Name, tc.want, timeout)
+			if diff := cmp.Diff(tc.count, got.Series.Count); diff != "" {
+				t.Errorf("mirrored series.count of %s (-want +got):\n%s", tc.pod, diff)
 			}
 		})
 	}

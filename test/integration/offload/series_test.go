@@ -8,7 +8,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
@@ -96,18 +95,7 @@ func TestSeriesStateThroughKubeAPIServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
-		return time.Since(final.Series.LastObservedTime.Time) > framework.SeriesFinishAfter, nil
-	}); err != nil {
-		t.Fatal(err)
-	}
-	patch, err := framework.SeriesPatch(final)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := sink.Patch(ctx, final, patch); err != nil {
-		t.Fatalf("final write through kube-apiserver: %v", err)
-	}
+	framework.WriteFinalSeries(ctx, t, sink, final, timeout)
 
 	for _, tc := range []struct {
 		pod  string
@@ -118,14 +106,7 @@ func TestSeriesStateThroughKubeAPIServer(t *testing.T) {
 		{"abandoned", ourv1.EventSeriesStateUnknown},
 	} {
 		t.Run(tc.pod, func(t *testing.T) {
-			var got *ourv1.Event
-			err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
-				got, err = ours.EventsV1().Events(namespace).Get(ctx, delivered[tc.pod].Name, metav1.GetOptions{})
-				return err == nil && got.Series != nil && got.Series.State == tc.want, nil
-			})
-			if err != nil {
-				t.Fatalf("series of %s: %+v, want %s: %v", tc.pod, got.Series, tc.want, err)
-			}
+			got := framework.WaitForSeriesState(ctx, t, ours, namespace, delivered[tc.pod].Name, tc.want, timeout)
 			if diff := cmp.Diff(int32(2), got.Series.Count); diff != "" {
 				t.Errorf("series.count (-want +got):\n%s", diff)
 			}
@@ -140,7 +121,8 @@ func TestSeriesStateThroughKubeAPIServer(t *testing.T) {
 	}
 	heartbeat.Series.Count = 3
 	heartbeat.Series.LastObservedTime = metav1.NewMicroTime(time.Now())
-	if patch, err = framework.SeriesPatch(heartbeat); err != nil {
+	patch, err := framework.SeriesPatch(heartbeat)
+	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := sink.Patch(ctx, heartbeat, patch); err != nil {
