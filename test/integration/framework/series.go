@@ -50,10 +50,22 @@ plugins:
 	return path, os.WriteFile(path, []byte(config), 0o600)
 }
 
-// SeriesPatch is the patch client-go's tools/events recorder sends to write
-// a series (its createPatchBytesForSeries): the strategic merge patch from
-// event without its series to event.
-func SeriesPatch(event *eventsv1.Event) ([]byte, error) {
+// PatchSeries writes event's series through sink as client-go's
+// tools/events recorder does (its createPatchBytesForSeries): the strategic
+// merge patch from event without its series to event. It fails t if the
+// write fails.
+func PatchSeries(ctx context.Context, t testing.TB, sink *events.EventSinkImpl, event *eventsv1.Event) {
+	t.Helper()
+	patch, err := seriesPatch(event)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sink.Patch(ctx, event, patch); err != nil {
+		t.Fatalf("client-go's series patch of %s (%s): %v", event.Name, patch, err)
+	}
+}
+
+func seriesPatch(event *eventsv1.Event) ([]byte, error) {
 	withoutSeries := event.DeepCopy()
 	withoutSeries.Series = nil
 	oldData, err := json.Marshal(withoutSeries)
@@ -100,13 +112,7 @@ func WriteFinalSeries(ctx context.Context, t testing.TB, sink *events.EventSinkI
 	}); err != nil {
 		t.Fatal(err)
 	}
-	patch, err := SeriesPatch(event)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := sink.Patch(ctx, event, patch); err != nil {
-		t.Fatalf("final write of %s: %v", event.Name, err)
-	}
+	PatchSeries(ctx, t, sink, event)
 }
 
 // WaitForSeriesState waits until our events.k8s.io/v1 event namespace/name

@@ -121,13 +121,7 @@ func TestSeriesStateThroughKubeAPIServer(t *testing.T) {
 	}
 	heartbeat.Series.Count = 3
 	heartbeat.Series.LastObservedTime = metav1.NewMicroTime(time.Now())
-	patch, err := framework.SeriesPatch(heartbeat)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := sink.Patch(ctx, heartbeat, patch); err != nil {
-		t.Fatalf("heartbeat through kube-apiserver: %v", err)
-	}
+	framework.PatchSeries(ctx, t, sink, heartbeat)
 	// The watch first delivers both series leaving Ongoing (DELETED).
 	deadline := time.After(15 * time.Second)
 	for revived := false; !revived; {

@@ -87,7 +87,7 @@ func TestEventSeriesWithDefaults(t *testing.T) {
 		// Second occurrence just under 6m ago: client-go's count-2 write
 		// arrives while the series is still fresh.
 		event.Series = &eventsv1.EventSeries{Count: 2, LastObservedTime: metav1.NewMicroTime(now.Add(-6*time.Minute + 4*time.Second))}
-		patchSeries(ctx, t, sink, event)
+		framework.PatchSeries(ctx, t, sink, event)
 		if got := getState(ctx, t, c, event); got.Count != 2 || got.State != ourv1.EventSeriesStateOngoing {
 			t.Fatalf("after the count-2 write: %+v, want count 2, Ongoing", got)
 		}
@@ -96,7 +96,7 @@ func TestEventSeriesWithDefaults(t *testing.T) {
 		// client-go sends its final write once that is more than 6m old.
 		event.Series = &eventsv1.EventSeries{Count: hotLoopSize, LastObservedTime: metav1.NewMicroTime(event.Series.LastObservedTime.Add(time.Millisecond))}
 		time.Sleep(time.Until(event.Series.LastObservedTime.Add(6*time.Minute + 200*time.Millisecond)))
-		patchSeries(ctx, t, sink, event)
+		framework.PatchSeries(ctx, t, sink, event)
 		if got := getState(ctx, t, c, event); got.Count != hotLoopSize || got.State != ourv1.EventSeriesStateFinished {
 			t.Fatalf("after the final write: %+v, want count %d, Finished", got, hotLoopSize)
 		}
@@ -113,21 +113,13 @@ func TestEventSeriesWithDefaults(t *testing.T) {
 func TestEventSeriesWithShortThresholds(t *testing.T) {
 	t.Parallel()
 	const (
-		finishAfter    = 3 * time.Second
-		abandonedAfter = 6 * time.Second // heartbeatInterval + heartbeatSlack
+		finishAfter    = framework.SeriesFinishAfter
+		abandonedAfter = framework.SeriesHeartbeatInterval + framework.SeriesHeartbeatSlack
 	)
-	config := writeFile(t, t.TempDir(), "admission.yaml", `apiVersion: apiserver.config.k8s.io/v1
-kind: AdmissionConfiguration
-plugins:
-- name: EventSeries
-  configuration:
-    apiVersion: eventseries.admission.events.k8s.io/v1alpha1
-    kind: EventSeriesConfiguration
-    finishAfter: 3s
-    heartbeatInterval: 5s
-    heartbeatSlack: 1s
-    sweepInterval: 200ms
-`)
+	config, err := framework.WriteSeriesAdmissionConfig(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
 	srv := framework.StartServer(t, framework.WithServerArgs("--admission-control-config-file="+config))
 	c := clientsFor(t, srv.RestConfig)
 
@@ -145,8 +137,7 @@ plugins:
 			t.Fatal(err)
 		}
 		final.Series = &eventsv1.EventSeries{Count: hotLoopSize, LastObservedTime: metav1.NewMicroTime(stored.Series.LastObservedTime.Add(time.Millisecond))}
-		time.Sleep(time.Until(final.Series.LastObservedTime.Add(finishAfter + 300*time.Millisecond)))
-		patchSeries(ctx, t, &events.EventSinkImpl{Interface: c.upstream.EventsV1()}, final)
+		framework.WriteFinalSeries(ctx, t, &events.EventSinkImpl{Interface: c.upstream.EventsV1()}, final, 30*time.Second)
 
 		got := getState(ctx, t, c, final)
 		if got.Count != hotLoopSize || got.State != ourv1.EventSeriesStateFinished {
@@ -240,18 +231,6 @@ func recorderEvent(namespace, name string, eventTime time.Time) *eventsv1.Event 
 		Regarding:           corev1.ObjectReference{APIVersion: "v1", Kind: "Pod", Namespace: namespace, Name: regarding.Name, UID: regarding.UID},
 		Note:                "Back-off restarting failed container app",
 		Type:                corev1.EventTypeWarning,
-	}
-}
-
-// patchSeries sends client-go's series write for event through its sink.
-func patchSeries(ctx context.Context, t *testing.T, sink *events.EventSinkImpl, event *eventsv1.Event) {
-	t.Helper()
-	patch, err := framework.SeriesPatch(event)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := sink.Patch(ctx, event, patch); err != nil {
-		t.Fatalf("client-go's series patch %s: %v", patch, err)
 	}
 }
 
