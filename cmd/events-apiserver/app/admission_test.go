@@ -41,21 +41,11 @@ func TestAdmissionPluginsPerMode(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			t.Setenv("KUBERNETES_SERVICE_HOST", "")
-			o := parse(t, append([]string{"--data-dir=" + t.TempDir()}, tt.args...)...)
-			if err := o.Complete(); err != nil {
-				t.Fatal(err)
-			}
+			o := completed(t, tt.args...)
 			if got := o.AdmissionPlugins(); !slices.Equal(got, tt.want) {
 				t.Errorf("admission plugins %v, want %v", got, tt.want)
 			}
-			err := o.Validate()
-			switch {
-			case tt.wantErr == "" && err != nil:
-				t.Errorf("unexpected error: %v", err)
-			case tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)):
-				t.Errorf("error %v, want one containing %q", err, tt.wantErr)
-			}
+			checkError(t, o.Validate(), tt.wantErr)
 		})
 	}
 }

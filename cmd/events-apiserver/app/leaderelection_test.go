@@ -1,7 +1,6 @@
 package app
 
 import (
-	"strings"
 	"testing"
 	"time"
 
@@ -46,18 +45,9 @@ func TestLeaderElectionFlags(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			t.Setenv("KUBERNETES_SERVICE_HOST", "")
-			o := parse(t, append([]string{"--data-dir=" + t.TempDir()}, tt.args...)...)
-			if err := o.Complete(); err != nil {
-				t.Fatal(err)
-			}
-			err := o.Validate()
-			switch {
-			case tt.wantErr == "" && err != nil:
-				t.Fatalf("unexpected error: %v", err)
-			case tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)):
-				t.Fatalf("error %v, want one containing %q", err, tt.wantErr)
-			case tt.wantErr != "":
+			o := completed(t, tt.args...)
+			checkError(t, o.Validate(), tt.wantErr)
+			if tt.wantErr != "" {
 				return
 			}
 			if diff := cmp.Diff(tt.want, o.LeaderElection.config()); diff != "" {

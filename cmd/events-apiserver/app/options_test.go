@@ -23,6 +23,30 @@ func parse(t *testing.T, args ...string) *Options {
 	return o
 }
 
+// completed parses args, with a fresh --data-dir, as a server outside a
+// cluster would, and completes the options.
+func completed(t *testing.T, args ...string) *Options {
+	t.Helper()
+	t.Setenv("KUBERNETES_SERVICE_HOST", "")
+	o := parse(t, append([]string{"--data-dir=" + t.TempDir()}, args...)...)
+	if err := o.Complete(); err != nil {
+		t.Fatal(err)
+	}
+	return o
+}
+
+// checkError fails t unless err is nil when want is "", or an error
+// containing want.
+func checkError(t *testing.T, err error, want string) {
+	t.Helper()
+	switch {
+	case want == "" && err != nil:
+		t.Fatalf("unexpected error: %v", err)
+	case want != "" && (err == nil || !strings.Contains(err.Error(), want)):
+		t.Fatalf("error %v, want one containing %q", err, want)
+	}
+}
+
 func TestCompleteChoosesModes(t *testing.T) {
 	tests := []struct {
 		name           string
@@ -96,18 +120,7 @@ func TestValidate(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			t.Setenv("KUBERNETES_SERVICE_HOST", "")
-			o := parse(t, append([]string{"--data-dir=" + t.TempDir()}, tt.args...)...)
-			if err := o.Complete(); err != nil {
-				t.Fatal(err)
-			}
-			err := o.Validate()
-			switch {
-			case tt.wantErr == "" && err != nil:
-				t.Fatalf("unexpected error: %v", err)
-			case tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)):
-				t.Fatalf("error %v, want one containing %q", err, tt.wantErr)
-			}
+			checkError(t, completed(t, tt.args...).Validate(), tt.wantErr)
 		})
 	}
 }
@@ -138,10 +151,7 @@ func TestCostlyLibraryFeaturesOffUnlessAsked(t *testing.T) {
 			{[]string{"--feature-gates=" + string(gate) + "=false"}, false},
 		} {
 			t.Run(string(gate)+" "+strings.Join(tt.args, " "), func(t *testing.T) {
-				o := parse(t, append([]string{"--data-dir=" + t.TempDir()}, tt.args...)...)
-				if err := o.Complete(); err != nil {
-					t.Fatal(err)
-				}
+				completed(t, tt.args...)
 				if got := utilfeature.DefaultFeatureGate.Enabled(gate); got != tt.want {
 					t.Errorf("%s = %v, want %v", gate, got, tt.want)
 				}
@@ -158,16 +168,12 @@ func TestGCPercentDefaultsUnlessGOGCIsSet(t *testing.T) {
 	previous := debug.SetGCPercent(100)
 	t.Cleanup(func() { debug.SetGCPercent(previous) })
 
-	if got := SetDefaultGCPercent(); got != DefaultGCPercent {
-		t.Errorf("without GOGC: target %d, want %d", got, DefaultGCPercent)
-	}
+	SetDefaultGCPercent()
 	if got := debug.SetGCPercent(200); got != DefaultGCPercent {
 		t.Errorf("without GOGC: the runtime's target is %d, want %d", got, DefaultGCPercent)
 	}
 	t.Setenv("GOGC", "200")
-	if got := SetDefaultGCPercent(); got != 200 {
-		t.Errorf("with GOGC=200: target %d, want 200", got)
-	}
+	SetDefaultGCPercent()
 	if got := debug.SetGCPercent(200); got != 200 {
 		t.Errorf("with GOGC=200: the runtime's target is %d, want 200", got)
 	}
