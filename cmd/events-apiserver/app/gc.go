@@ -15,13 +15,9 @@ import (
 const DefaultGCPercent = 75
 
 // SetDefaultGCPercent applies DefaultGCPercent unless the environment sets
-// GOGC, and returns the target in effect.
-func SetDefaultGCPercent() int {
-	if _, set := os.LookupEnv("GOGC"); set {
-		current := debug.SetGCPercent(-1)
-		debug.SetGCPercent(current)
-		return current
+// GOGC, which the runtime has then applied already.
+func SetDefaultGCPercent() {
+	if _, set := os.LookupEnv("GOGC"); !set {
+		debug.SetGCPercent(DefaultGCPercent)
 	}
-	debug.SetGCPercent(DefaultGCPercent)
-	return DefaultGCPercent
 }
