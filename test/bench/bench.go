@@ -51,7 +51,11 @@ type Config struct {
 	// events have no watch cache: each watch is an etcd watch that decodes
 	// every event. Larger phases are reported as not run.
 	AnchorMaxWatchers int
-	// WatchDuration is how long events are created in a watcher phase.
+	// WatchWarmup is how long events are created in a watcher phase after
+	// the watchers are open and before the measured load.
+	WatchWarmup time.Duration
+	// WatchDuration is how long events are created, measured, in a watcher
+	// phase.
 	WatchDuration time.Duration
 	// DeliveryTimeout is how long, after the creates, events may take to
 	// reach their watchers before they count as missing.
@@ -75,6 +79,7 @@ func Full() Config {
 		ListSamples:       20,
 		Watchers:          []int{0, 100, 1000, 10000},
 		AnchorMaxWatchers: 1000,
+		WatchWarmup:       15 * time.Second,
 		WatchDuration:     15 * time.Second,
 		DeliveryTimeout:   30 * time.Second,
 	}
@@ -215,17 +220,17 @@ func measure(ctx context.Context, cfg Config, t *target) (*Result, error) {
 			r.Watches[watchers] = nil
 			continue
 		}
-		profile := ""
-		if cfg.ProfileDir != "" && t.name == "events-apiserver" {
-			profile = filepath.Join(cfg.ProfileDir, fmt.Sprintf("cpu-watchers-%d.pprof", watchers))
+		profileDir := ""
+		if t.name == "events-apiserver" {
+			profileDir = cfg.ProfileDir
 		}
-		res, err := selectiveWatchers(ctx, t, g, watchers, cfg.Writers, cfg.WatchDuration, cfg.DeliveryTimeout, fmt.Sprintf("watch%d", watchers), profile)
+		res, err := selectiveWatchers(ctx, cfg, t, g, watchers, profileDir)
 		if err != nil {
 			return r, err
 		}
 		r.Watches[watchers] = &res
-		cfg.logf("%s: %d watchers: %.0f creates/s, %d of %d delivered, p50 %v p99 %v, %d cut off, %d failed to open, CPU per create (server / etcd / load generator) %s",
-			t.name, watchers, res.creates.perSecond(), res.received, res.expected, res.p50, res.p99, res.cutOff, res.openFailed, res.creates.perCreate())
+		cfg.logf("%s: %d watchers: warm-up %.0f creates/s, then %.0f creates/s, %d of %d delivered, p50 %v p99 %v, %d cut off, %d failed to open, CPU per create (server / etcd / load generator) %s; RSS %.0f MiB with the watchers open (%s)",
+			t.name, watchers, res.warmup.perSecond(), res.creates.perSecond(), res.received, res.expected, res.p50, res.p99, res.cutOff, res.openFailed, res.creates.perCreate(), res.rssBytes/(1<<20), res.memory)
 	}
 	return r, nil
 }

@@ -2,8 +2,12 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
+	"os"
+	"path/filepath"
+	"runtime/pprof"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -235,11 +239,15 @@ func listBy(ctx context.Context, cfg *rest.Config, events bool, selector string,
 // watchResult is how selective watchers fared under a create load.
 type watchResult struct {
 	watchers           int
-	creates            createResult
+	warmup, creates    createResult
 	expected, received int64
 	p50, p99           time.Duration
 	cutOff             int64
 	openFailed         int64
+	// rssBytes is the server's resident memory after the load, with the
+	// watchers still open, and memory how the runtime accounts for it.
+	rssBytes float64
+	memory   string
 }
 
 // watchersPerConnection keeps each connection well under HTTP/2's
@@ -248,13 +256,21 @@ const watchersPerConnection = 100
 
 // selectiveWatchers opens watchers core/v1 watches, each selecting one
 // regarding name of its own (involvedObject.name), then creates events
-// about those names, round-robin, for duration with writers goroutines,
-// and waits up to deliveryTimeout for every event to reach its watcher.
-// With no watchers it measures the same create load alone.
+// about those names, round-robin, with cfg.Writers goroutines: first for
+// cfg.WatchWarmup, not measured, then for cfg.WatchDuration, measured, and
+// waits up to cfg.DeliveryTimeout for every measured event to reach its
+// watcher. With no watchers it measures the same create load alone.
 //
-// With profile set, the server's CPU profile of the first 10 s of the load
-// is written there.
-func selectiveWatchers(ctx context.Context, t *target, g *generator, watchers, writers int, duration, deliveryTimeout time.Duration, phase, profile string) (watchResult, error) {
+// The warm-up is the server's transient after the watchers arrive (with
+// 10,000 of them its heap grows by about a gigabyte, touched for the first
+// time, page by page): what is measured is the server serving them, as a
+// cluster's long-lived watchers are served; the warm-up's rate is reported
+// beside it.
+//
+// With profileDir set, the server's CPU profile of the first 10 s of the
+// load and its heap with the watchers open are written there.
+func selectiveWatchers(ctx context.Context, cfg Config, t *target, g *generator, watchers int, profileDir string) (watchResult, error) {
+	phase := fmt.Sprintf("watch%d", watchers)
 	res := watchResult{watchers: watchers}
 	names := make([]string, watchers)
 	for i := range names {
@@ -351,31 +367,49 @@ func selectiveWatchers(ctx context.Context, t *target, g *generator, watchers, w
 	res.openFailed = openFailed.Load()
 
 	var k atomic.Int64
-	create := func(ctx context.Context) error {
-		regarding := ""
-		if watchers > 0 {
-			regarding = names[k.Add(1)%int64(watchers)]
+	// creates makes an event about the next watcher's name; tracked ones
+	// are expected at their watcher (warm-up events are delivered too, but
+	// neither expected nor timed).
+	creates := func(tracked bool) func(ctx context.Context) error {
+		return func(ctx context.Context) error {
+			regarding := ""
+			if watchers > 0 {
+				regarding = names[k.Add(1)%int64(watchers)]
+			}
+			e := g.coreEvent(regarding)
+			tracked := tracked && watchers > 0
+			if tracked {
+				sentAt.Store(e.Name, time.Now())
+			}
+			_, err := c.CoreV1().Events(namespace).Create(ctx, e, metav1.CreateOptions{})
+			if err != nil && tracked {
+				sentAt.Delete(e.Name)
+			}
+			return err
 		}
-		e := g.coreEvent(regarding)
-		if watchers > 0 {
-			sentAt.Store(e.Name, time.Now())
+	}
+	if cfg.WatchWarmup > 0 {
+		res.warmup = createLoad(ctx, cfg.Writers, 0, cfg.WatchWarmup, creates(false))
+		if res.warmup.failed > 0 {
+			return res, fmt.Errorf("warm-up: %d creates failed, first: %w", res.warmup.failed, res.warmup.firstErr)
 		}
-		_, err := c.CoreV1().Events(namespace).Create(ctx, e, metav1.CreateOptions{})
-		if err != nil && watchers > 0 {
-			sentAt.Delete(e.Name)
-		}
-		return err
 	}
 	profiled := make(chan error, 1)
-	if profile != "" {
+	if profileDir != "" {
 		go func() {
-			profiled <- saveProfile(ctx, t.config, "/debug/pprof/profile", "seconds=10", profile)
+			stop, err := profileSelf(filepath.Join(profileDir, fmt.Sprintf("cpu-generator-watchers-%d.pprof", watchers)))
+			if err != nil {
+				profiled <- err
+				return
+			}
+			err = saveProfile(ctx, t.config, "/debug/pprof/profile", "seconds=10", filepath.Join(profileDir, fmt.Sprintf("cpu-watchers-%d.pprof", watchers)))
+			profiled <- errors.Join(err, stop())
 		}()
 	} else {
 		profiled <- nil
 	}
 	res.creates, err = measured(ctx, t, func() createResult {
-		return createLoad(ctx, writers, 0, duration, create)
+		return createLoad(ctx, cfg.Writers, 0, cfg.WatchDuration, creates(true))
 	})
 	if perr := <-profiled; perr != nil {
 		return res, fmt.Errorf("CPU profile: %w", perr)
@@ -390,9 +424,17 @@ func selectiveWatchers(ctx context.Context, t *target, g *generator, watchers, w
 	// Delivery is checked on a short tick (the latencies themselves are
 	// measured by the watchers); what has not arrived by the timeout is
 	// reported as missing.
-	_ = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, deliveryTimeout, true, func(context.Context) (bool, error) {
+	_ = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, cfg.DeliveryTimeout, true, func(context.Context) (bool, error) {
 		return received.Load() >= res.expected, nil
 	})
+	if res.rssBytes, res.memory, err = rss(ctx, t.config); err != nil {
+		return res, err
+	}
+	if profileDir != "" {
+		if err := saveProfile(ctx, t.config, "/debug/pprof/heap", "gc=1", filepath.Join(profileDir, fmt.Sprintf("heap-watchers-%d.pprof", watchers))); err != nil {
+			return res, fmt.Errorf("heap profile: %w", err)
+		}
+	}
 	stopWatches()
 	readers.Wait()
 	res.received, res.cutOff = received.Load(), cutOff.Load()
@@ -403,4 +445,20 @@ func selectiveWatchers(ctx context.Context, t *target, g *generator, watchers, w
 	}
 	latMu.Unlock()
 	return res, nil
+}
+
+// profileSelf starts a CPU profile of the load generator (this process)
+// into file; the returned function stops it.
+func profileSelf(file string) (func() error, error) {
+	f, err := os.Create(file)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		return nil, errors.Join(err, f.Close())
+	}
+	return func() error {
+		pprof.StopCPUProfile()
+		return f.Close()
+	}, nil
 }

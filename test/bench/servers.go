@@ -130,7 +130,8 @@ func startEventsAPIServer(ctx context.Context, assets, binary string, env []stri
 // rss reads the server's resident memory from its /metrics
 // (process_resident_memory_bytes), the same way for both servers, and how
 // the Go runtime accounts for it: the heap in use, free heap not yet
-// returned to the OS, the collector's next target and goroutine stacks.
+// returned to the OS, the collector's next target, goroutine stacks and
+// how many goroutines there are.
 func rss(ctx context.Context, cfg *rest.Config) (float64, string, error) {
 	c, err := rest.UnversionedRESTClientFor(withCodecs(cfg))
 	if err != nil {
@@ -144,7 +145,7 @@ func rss(ctx context.Context, cfg *rest.Config) (float64, string, error) {
 	if err != nil {
 		return 0, "", err
 	}
-	names := []string{"go_memstats_heap_inuse_bytes", "go_memstats_heap_idle_bytes", "go_memstats_heap_released_bytes", "go_memstats_next_gc_bytes", "go_memstats_stack_inuse_bytes"}
+	names := []string{"go_memstats_heap_inuse_bytes", "go_memstats_heap_idle_bytes", "go_memstats_heap_released_bytes", "go_memstats_next_gc_bytes", "go_memstats_stack_inuse_bytes", "go_goroutines"}
 	values := make([]float64, len(names))
 	for i, name := range names {
 		if values[i], err = metricValue(body, name); err != nil {
@@ -152,8 +153,8 @@ func rss(ctx context.Context, cfg *rest.Config) (float64, string, error) {
 		}
 	}
 	const mib = 1 << 20
-	return resident, fmt.Sprintf("heap in use %.0f MiB, free heap kept %.0f MiB, next GC at %.0f MiB, stacks %.0f MiB",
-		values[0]/mib, (values[1]-values[2])/mib, values[3]/mib, values[4]/mib), nil
+	return resident, fmt.Sprintf("heap in use %.0f MiB, free heap kept %.0f MiB, next GC at %.0f MiB, stacks %.0f MiB, %.0f goroutines",
+		values[0]/mib, (values[1]-values[2])/mib, values[3]/mib, values[4]/mib, values[5]), nil
 }
 
 // saveProfile writes the server's pprof profile at path (with query) to file.

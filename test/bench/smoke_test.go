@@ -37,6 +37,7 @@ func TestSmoke(t *testing.T) {
 		ListSamples:       3,
 		Watchers:          []int{0, 20},
 		AnchorMaxWatchers: 20,
+		WatchWarmup:       time.Second,
 		WatchDuration:     2 * time.Second,
 		DeliveryTimeout:   30 * time.Second,
 		Log:               testWriter{t},
