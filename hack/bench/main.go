@@ -29,7 +29,7 @@ func main() {
 	flag.DurationVar(&cfg.WatchDuration, "watch-duration", cfg.WatchDuration, "create load measured per watcher phase")
 	flag.DurationVar(&cfg.DeliveryTimeout, "delivery-timeout", cfg.DeliveryTimeout, "how long events may take to reach their watchers after the load")
 	flag.BoolVar(&cfg.SkipAnchor, "skip-anchor", false, "measure events-apiserver alone (for profiling; no ratios)")
-	flag.StringVar(&cfg.ProfileDir, "profile-dir", "", "write events-apiserver's heap profile (at --events) and a CPU profile (during the fill) here")
+	flag.StringVar(&cfg.ProfileDir, "profile-dir", "", "write events-apiserver's heap profiles and CPU profiles (fill, lists, each watcher phase, with the generator's) here")
 	serverEnv := flag.String("server-env", "", "comma-separated NAME=VALUE pairs added to events-apiserver's environment (e.g. GOMEMLIMIT=450MiB)")
 	flag.Parse()
 	if *serverEnv != "" {

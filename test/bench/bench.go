@@ -61,7 +61,10 @@ type Config struct {
 	// reach their watchers before they count as missing.
 	DeliveryTimeout time.Duration
 	// ProfileDir, when set, receives events-apiserver's heap profile at the
-	// full event count and a 10 s CPU profile taken during the fill.
+	// full event count and with each watcher phase's watchers open, and
+	// 10 s CPU profiles of the fill (cpu.pprof), of the lists (they take
+	// less with few -list-samples) and of each watcher phase's measured
+	// load, with the load generator's own beside it.
 	ProfileDir string
 	// SkipAnchor measures events-apiserver alone (for profiling it); the
 	// table then has no ratios.
@@ -158,6 +161,10 @@ func measure(ctx context.Context, cfg Config, t *target) (*Result, error) {
 		return nil, err
 	}
 	g := &generator{}
+	profileDir := "" // only ours is profiled
+	if t.name == "events-apiserver" {
+		profileDir = cfg.ProfileDir
+	}
 
 	for _, m := range modes {
 		res, err := createsIn(ctx, t, g, m, cfg.Writers, cfg.CreatesPerMode)
@@ -173,17 +180,10 @@ func measure(ctx context.Context, cfg Config, t *target) (*Result, error) {
 
 	if fill := cfg.Events - g.next.Load(); fill > 0 {
 		cfg.logf("%s: filling to %d events", t.name, cfg.Events)
-		profiled := make(chan error, 1)
-		if cfg.ProfileDir != "" && t.name == "events-apiserver" {
-			go func() {
-				profiled <- saveProfile(ctx, t.config, "/debug/pprof/profile", "seconds=10", filepath.Join(cfg.ProfileDir, "cpu.pprof"))
-			}()
-		} else {
-			profiled <- nil
-		}
+		profiled := profileCPU(ctx, t, profileDir, "cpu", false)
 		res, err := createsIn(ctx, t, g, modes[0], cfg.Writers, fill)
-		if perr := <-profiled; perr != nil {
-			return r, fmt.Errorf("CPU profile: %w", perr)
+		if perr := profiled(); perr != nil {
+			return r, perr
 		}
 		if err != nil {
 			return r, err
@@ -196,6 +196,7 @@ func measure(ctx context.Context, cfg Config, t *target) (*Result, error) {
 	}
 	r.Events = g.next.Load()
 
+	profiled := profileCPU(ctx, t, profileDir, "cpu-lists", false)
 	for _, row := range listRows {
 		res, err := listBy(ctx, t.config, row.events, row.selector, cfg.ListSamples)
 		if err != nil {
@@ -204,13 +205,16 @@ func measure(ctx context.Context, cfg Config, t *target) (*Result, error) {
 		r.Lists[row.name] = res
 		cfg.logf("%s: list %s: %v, %d items", t.name, row.selector, res.median, res.items)
 	}
+	if err := profiled(); err != nil {
+		return r, err
+	}
 	var breakdown string
 	if r.RSSBytes, breakdown, err = rss(ctx, t.config); err != nil {
 		return r, err
 	}
 	cfg.logf("%s: RSS %.0f MiB at %d events (%s)", t.name, r.RSSBytes/(1<<20), r.Events, breakdown)
-	if cfg.ProfileDir != "" && t.name == "events-apiserver" {
-		if err := saveProfile(ctx, t.config, "/debug/pprof/heap", "gc=1", filepath.Join(cfg.ProfileDir, "heap.pprof")); err != nil {
+	if profileDir != "" {
+		if err := saveProfile(ctx, t.config, "/debug/pprof/heap", "gc=1", filepath.Join(profileDir, "heap.pprof")); err != nil {
 			return r, fmt.Errorf("heap profile: %w", err)
 		}
 	}
@@ -219,10 +223,6 @@ func measure(ctx context.Context, cfg Config, t *target) (*Result, error) {
 		if t.name == "kube-apiserver" && watchers > cfg.AnchorMaxWatchers {
 			r.Watches[watchers] = nil
 			continue
-		}
-		profileDir := ""
-		if t.name == "events-apiserver" {
-			profileDir = cfg.ProfileDir
 		}
 		res, err := selectiveWatchers(ctx, cfg, t, g, watchers, profileDir)
 		if err != nil {

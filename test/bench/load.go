@@ -394,25 +394,12 @@ func selectiveWatchers(ctx context.Context, cfg Config, t *target, g *generator,
 			return res, fmt.Errorf("warm-up: %d creates failed, first: %w", res.warmup.failed, res.warmup.firstErr)
 		}
 	}
-	profiled := make(chan error, 1)
-	if profileDir != "" {
-		go func() {
-			stop, err := profileSelf(filepath.Join(profileDir, fmt.Sprintf("cpu-generator-watchers-%d.pprof", watchers)))
-			if err != nil {
-				profiled <- err
-				return
-			}
-			err = saveProfile(ctx, t.config, "/debug/pprof/profile", "seconds=10", filepath.Join(profileDir, fmt.Sprintf("cpu-watchers-%d.pprof", watchers)))
-			profiled <- errors.Join(err, stop())
-		}()
-	} else {
-		profiled <- nil
-	}
+	profiled := profileCPU(ctx, t, profileDir, fmt.Sprintf("cpu-watchers-%d", watchers), true)
 	res.creates, err = measured(ctx, t, func() createResult {
 		return createLoad(ctx, cfg.Writers, 0, cfg.WatchDuration, creates(true))
 	})
-	if perr := <-profiled; perr != nil {
-		return res, fmt.Errorf("CPU profile: %w", perr)
+	if perr := profiled(); perr != nil {
+		return res, perr
 	}
 	if err != nil {
 		return res, err

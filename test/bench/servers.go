@@ -175,3 +175,32 @@ func saveProfile(ctx context.Context, cfg *rest.Config, path, query, file string
 	}
 	return os.WriteFile(file, body, 0o644)
 }
+
+// profileCPU starts a 10 s CPU profile of the server into dir/name.pprof
+// and, with generator set, of the load generator (this process) into
+// dir/name-generator.pprof, for the phase that runs meanwhile; wait
+// returns once both are written. With dir empty it profiles nothing.
+func profileCPU(ctx context.Context, t *target, dir, name string, generator bool) (wait func() error) {
+	if dir == "" {
+		return func() error { return nil }
+	}
+	done := make(chan error, 1)
+	go func() {
+		stop := func() error { return nil }
+		if generator {
+			var err error
+			if stop, err = profileSelf(filepath.Join(dir, name+"-generator.pprof")); err != nil {
+				done <- err
+				return
+			}
+		}
+		err := saveProfile(ctx, t.config, "/debug/pprof/profile", "seconds=10", filepath.Join(dir, name+".pprof"))
+		done <- errors.Join(err, stop())
+	}()
+	return func() error {
+		if err := <-done; err != nil {
+			return fmt.Errorf("CPU profile %s: %w", name, err)
+		}
+		return nil
+	}
+}
