@@ -229,8 +229,8 @@ func measure(ctx context.Context, cfg Config, t *target) (*Result, error) {
 			return r, err
 		}
 		r.Watches[watchers] = &res
-		cfg.logf("%s: %d watchers: warm-up %.0f creates/s, then %.0f creates/s, %d of %d delivered, p50 %v p99 %v, %d cut off, %d failed to open, CPU per create (server / etcd / load generator) %s; RSS %.0f MiB with the watchers open (%s)",
-			t.name, watchers, res.warmup.perSecond(), res.creates.perSecond(), res.received, res.expected, res.p50, res.p99, res.cutOff, res.openFailed, res.creates.perCreate(), res.rssBytes/(1<<20), res.memory)
+		cfg.logf("%s: %d watchers: warm-up %.0f creates/s, then %.0f creates/s, %d of %d delivered, p50 %v p99 %v, %d cut off, %d failed to open, CPU per create (server / etcd / load generator) %s; RSS %.0f MiB with the watchers open (%s); its %d events deleted in %v",
+			t.name, watchers, res.warmup.perSecond(), res.creates.perSecond(), res.received, res.expected, res.p50, res.p99, res.cutOff, res.openFailed, res.creates.perCreate(), res.rssBytes/(1<<20), res.memory, res.deleted, res.deleteTime.Round(time.Second))
 	}
 	return r, nil
 }

@@ -248,6 +248,9 @@ type watchResult struct {
 	// watchers still open, and memory how the runtime accounts for it.
 	rssBytes float64
 	memory   string
+	// deleted events the phase created, after it, in deleteTime.
+	deleted    int
+	deleteTime time.Duration
 }
 
 // watchersPerConnection keeps each connection well under HTTP/2's
@@ -259,7 +262,9 @@ const watchersPerConnection = 100
 // about those names, round-robin, with cfg.Writers goroutines: first for
 // cfg.WatchWarmup, not measured, then for cfg.WatchDuration, measured, and
 // waits up to cfg.DeliveryTimeout for every measured event to reach its
-// watcher. With no watchers it measures the same create load alone.
+// watcher; then it deletes the events it created, so that every phase runs
+// on a store of the same size. With no watchers it measures the same
+// create load alone.
 //
 // The warm-up is the server's transient after the watchers arrive (with
 // 10,000 of them its heap grows by about a gigabyte, touched for the first
@@ -367,6 +372,8 @@ func selectiveWatchers(ctx context.Context, cfg Config, t *target, g *generator,
 	res.openFailed = openFailed.Load()
 
 	var k atomic.Int64
+	var createdMu sync.Mutex
+	var created []string // every event of the phase, deleted at its end
 	// creates makes an event about the next watcher's name; tracked ones
 	// are expected at their watcher (warm-up events are delivered too, but
 	// neither expected nor timed).
@@ -382,10 +389,16 @@ func selectiveWatchers(ctx context.Context, cfg Config, t *target, g *generator,
 				sentAt.Store(e.Name, time.Now())
 			}
 			_, err := c.CoreV1().Events(namespace).Create(ctx, e, metav1.CreateOptions{})
-			if err != nil && tracked {
-				sentAt.Delete(e.Name)
+			if err != nil {
+				if tracked {
+					sentAt.Delete(e.Name)
+				}
+				return err
 			}
-			return err
+			createdMu.Lock()
+			created = append(created, e.Name)
+			createdMu.Unlock()
+			return nil
 		}
 	}
 	if cfg.WatchWarmup > 0 {
@@ -425,6 +438,15 @@ func selectiveWatchers(ctx context.Context, cfg Config, t *target, g *generator,
 	stopWatches()
 	readers.Wait()
 	res.received, res.cutOff = received.Load(), cutOff.Load()
+
+	// The next phase starts from the same store: a store that grew by each
+	// phase's events would make later phases slower for that alone (the
+	// collector's work per create grows with the live heap).
+	start := time.Now()
+	if err := deleteEvents(ctx, c, created, cfg.Writers); err != nil {
+		return res, err
+	}
+	res.deleted, res.deleteTime = len(created), time.Since(start)
 	latMu.Lock()
 	slices.Sort(latencies)
 	if n := len(latencies); n > 0 {
@@ -432,6 +454,37 @@ func selectiveWatchers(ctx context.Context, cfg Config, t *target, g *generator,
 	}
 	latMu.Unlock()
 	return res, nil
+}
+
+// deleteEvents deletes the named events of the bench namespace with
+// writers goroutines; events already gone are no error.
+func deleteEvents(ctx context.Context, c kubernetes.Interface, names []string, writers int) error {
+	var next atomic.Int64
+	var errs []error
+	var errsMu sync.Mutex
+	var wg sync.WaitGroup
+	for range writers {
+		wg.Go(func() {
+			for ctx.Err() == nil {
+				i := next.Add(1) - 1
+				if i >= int64(len(names)) {
+					return
+				}
+				err := c.CoreV1().Events(namespace).Delete(ctx, names[i], metav1.DeleteOptions{})
+				if err != nil && !apierrors.IsNotFound(err) {
+					errsMu.Lock()
+					errs = append(errs, err)
+					errsMu.Unlock()
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("deleting the phase's events: %w", err)
+	}
+	return ctx.Err()
 }
 
 // profileSelf starts a CPU profile of the load generator (this process)
