@@ -84,7 +84,7 @@ func Full() Config {
 		AnchorMaxWatchers: 1000,
 		WatchWarmup:       15 * time.Second,
 		WatchDuration:     15 * time.Second,
-		DeliveryTimeout:   30 * time.Second,
+		DeliveryTimeout:   60 * time.Second,
 	}
 }
 
