@@ -15,8 +15,9 @@ import (
 // TestSmoke runs the benchmark in a short form, as CI does (budget: two
 // minutes on two cores, the server's build included), so that it keeps
 // working: both servers start, every phase runs without a failed request,
-// the table has every row, and every event reaches its selective watcher
-// on our server with no watcher cut off. Its numbers mean nothing; the full
+// the table has every row, every watcher phase warms up and deletes its
+// events after it, and every event reaches its selective watcher on our
+// server with no watcher cut off. Its numbers mean nothing; the full
 // run is hack/bench.sh.
 func TestSmoke(t *testing.T) {
 	assets := filepath.Dir(framework.EnvtestAsset(t, "kube-apiserver"))
@@ -67,6 +68,14 @@ func TestSmoke(t *testing.T) {
 		}
 		if r.RSSBytes <= 0 {
 			t.Errorf("%s: no RSS", r.Server)
+		}
+		for n, w := range r.Watches {
+			if w == nil {
+				continue
+			}
+			if w.warmup.created == 0 || w.deleted != int(w.warmup.created+w.creates.created) {
+				t.Errorf("%s, %d watchers: %d warm-up and %d measured creates, %d deleted; want a warm-up, and every event of the phase deleted after it", r.Server, n, w.warmup.created, w.creates.created, w.deleted)
+			}
 		}
 	}
 	ours := results[1].Watches[20]
