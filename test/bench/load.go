@@ -5,9 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
 	"path/filepath"
-	"runtime/pprof"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -248,7 +246,8 @@ type watchResult struct {
 	// watchers still open, and memory how the runtime accounts for it.
 	rssBytes float64
 	memory   string
-	// deleted events the phase created, after it, in deleteTime.
+	// deleted is how many events of the phase were deleted after it,
+	// which took deleteTime.
 	deleted    int
 	deleteTime time.Duration
 }
@@ -485,20 +484,4 @@ func deleteEvents(ctx context.Context, c kubernetes.Interface, names []string, w
 		return fmt.Errorf("deleting the phase's events: %w", err)
 	}
 	return ctx.Err()
-}
-
-// profileSelf starts a CPU profile of the load generator (this process)
-// into file; the returned function stops it.
-func profileSelf(file string) (func() error, error) {
-	f, err := os.Create(file)
-	if err != nil {
-		return nil, err
-	}
-	if err := pprof.StartCPUProfile(f); err != nil {
-		return nil, errors.Join(err, f.Close())
-	}
-	return func() error {
-		pprof.StopCPUProfile()
-		return f.Close()
-	}, nil
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"syscall"
@@ -203,4 +204,20 @@ func profileCPU(ctx context.Context, t *target, dir, name string, generator bool
 		}
 		return nil
 	}
+}
+
+// profileSelf starts a CPU profile of the load generator (this process)
+// into file; the returned function stops it.
+func profileSelf(file string) (func() error, error) {
+	f, err := os.Create(file)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		return nil, errors.Join(err, f.Close())
+	}
+	return func() error {
+		pprof.StopCPUProfile()
+		return f.Close()
+	}, nil
 }
