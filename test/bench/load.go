@@ -2,7 +2,6 @@ package bench
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"path/filepath"
@@ -133,9 +132,9 @@ func (r createResult) perSecond() float64 {
 	return float64(r.created) / r.elapsed.Seconds()
 }
 
-// createLoad runs writers goroutines calling create until count creates
-// were sent (count > 0) or until the duration ends.
-func createLoad(ctx context.Context, writers int, count int64, duration time.Duration, create func(ctx context.Context) error) createResult {
+// writeLoad runs writers goroutines calling write (a create, or a delete)
+// until count writes were sent (count > 0) or until the duration ends.
+func writeLoad(ctx context.Context, writers int, count int64, duration time.Duration, write func(ctx context.Context) error) createResult {
 	var sent, created, failed atomic.Int64
 	var errOnce sync.Once
 	var firstErr error
@@ -151,7 +150,7 @@ func createLoad(ctx context.Context, writers int, count int64, duration time.Dur
 				if count <= 0 && time.Now().After(deadline) {
 					return
 				}
-				if err := create(ctx); err != nil {
+				if err := write(ctx); err != nil {
 					failed.Add(1)
 					errOnce.Do(func() { firstErr = err })
 					continue
@@ -171,7 +170,7 @@ func createsIn(ctx context.Context, t *target, g *generator, m mode, writers int
 		return createResult{}, err
 	}
 	return measured(ctx, t, func() createResult {
-		return createLoad(ctx, writers, count, 0, func(ctx context.Context) error {
+		return writeLoad(ctx, writers, count, 0, func(ctx context.Context) error {
 			if m.events {
 				_, err := c.EventsV1().Events(namespace).Create(ctx, g.eventsEvent(), metav1.CreateOptions{})
 				return err
@@ -401,14 +400,14 @@ func selectiveWatchers(ctx context.Context, cfg Config, t *target, g *generator,
 		}
 	}
 	if cfg.WatchWarmup > 0 {
-		res.warmup = createLoad(ctx, cfg.Writers, 0, cfg.WatchWarmup, creates(false))
+		res.warmup = writeLoad(ctx, cfg.Writers, 0, cfg.WatchWarmup, creates(false))
 		if res.warmup.failed > 0 {
 			return res, fmt.Errorf("warm-up: %d creates failed, first: %w", res.warmup.failed, res.warmup.firstErr)
 		}
 	}
 	profiled := profileCPU(ctx, t, profileDir, fmt.Sprintf("cpu-watchers-%d", watchers), true)
 	res.creates, err = measured(ctx, t, func() createResult {
-		return createLoad(ctx, cfg.Writers, 0, cfg.WatchDuration, creates(true))
+		return writeLoad(ctx, cfg.Writers, 0, cfg.WatchDuration, creates(true))
 	})
 	if perr := profiled(); perr != nil {
 		return res, perr
@@ -458,30 +457,19 @@ func selectiveWatchers(ctx context.Context, cfg Config, t *target, g *generator,
 // deleteEvents deletes the named events of the bench namespace with
 // writers goroutines; events already gone are no error.
 func deleteEvents(ctx context.Context, c kubernetes.Interface, names []string, writers int) error {
-	var next atomic.Int64
-	var errs []error
-	var errsMu sync.Mutex
-	var wg sync.WaitGroup
-	for range writers {
-		wg.Go(func() {
-			for ctx.Err() == nil {
-				i := next.Add(1) - 1
-				if i >= int64(len(names)) {
-					return
-				}
-				err := c.CoreV1().Events(namespace).Delete(ctx, names[i], metav1.DeleteOptions{})
-				if err != nil && !apierrors.IsNotFound(err) {
-					errsMu.Lock()
-					errs = append(errs, err)
-					errsMu.Unlock()
-					return
-				}
-			}
-		})
+	if len(names) == 0 {
+		return nil
 	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("deleting the phase's events: %w", err)
+	var next atomic.Int64 // writeLoad calls the delete len(names) times at most
+	res := writeLoad(ctx, writers, int64(len(names)), 0, func(ctx context.Context) error {
+		err := c.CoreV1().Events(namespace).Delete(ctx, names[next.Add(1)-1], metav1.DeleteOptions{})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return err
+	})
+	if res.failed > 0 {
+		return fmt.Errorf("deleting the phase's events: %d failed, first: %w", res.failed, res.firstErr)
 	}
 	return ctx.Err()
 }
