@@ -17,7 +17,7 @@ import (
 
 func main() {
 	cfg := bench.Full()
-	watchers := flag.String("watchers", joinInts(cfg.Watchers), "comma-separated numbers of selective watchers (0: the same load without watchers)")
+	watchers := flag.String("watchers", joinInts(cfg.Watchers), "comma-separated numbers of selective watchers (0: the same load without watchers; empty: no watcher phases)")
 	flag.StringVar(&cfg.Assets, "assets", os.Getenv("KUBEBUILDER_ASSETS"), "envtest assets directory (kube-apiserver, etcd)")
 	flag.StringVar(&cfg.ServerBinary, "server-binary", "bin/events-apiserver", "events-apiserver binary")
 	flag.IntVar(&cfg.Writers, "writers", cfg.Writers, "concurrent writers")
@@ -73,6 +73,9 @@ func joinInts(ns []int) string {
 
 func parseInts(s string) ([]int, error) {
 	var out []int
+	if strings.TrimSpace(s) == "" {
+		return out, nil // no watcher phases
+	}
 	for _, f := range strings.Split(s, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(f))
 		if err != nil {
