@@ -44,8 +44,9 @@ type Config struct {
 	Events int64
 	// ListSamples is how many lists each selector is timed on.
 	ListSamples int
-	// Watchers are the numbers of selective watchers measured, 0 for the
-	// same create load without watchers.
+	// Watchers are the numbers of selective watchers measured. Each phase
+	// with watchers is preceded by its baseline, the same load without
+	// them; 0 measures that load alone.
 	Watchers []int
 	// AnchorMaxWatchers caps the watchers put on kube-apiserver, whose
 	// events have no watch cache: each watch is an etcd watch that decodes
@@ -80,7 +81,7 @@ func Full() Config {
 		CreatesPerMode:    10000,
 		Events:            100000,
 		ListSamples:       20,
-		Watchers:          []int{0, 100, 1000, 10000},
+		Watchers:          []int{100, 1000, 10000},
 		AnchorMaxWatchers: 1000,
 		WatchWarmup:       15 * time.Second,
 		WatchDuration:     15 * time.Second,
@@ -224,13 +225,25 @@ func measure(ctx context.Context, cfg Config, t *target) (*Result, error) {
 			r.Watches[watchers] = nil
 			continue
 		}
+		var baseline *watchResult
+		if watchers > 0 {
+			b, err := selectiveWatchers(ctx, cfg, t, g, 0, "")
+			if err != nil {
+				return r, fmt.Errorf("baseline of %d watchers: %w", watchers, err)
+			}
+			baseline = &b
+			cfg.logf("%s: baseline of %d watchers: %s", t.name, watchers, b.summary())
+		}
 		res, err := selectiveWatchers(ctx, cfg, t, g, watchers, profileDir)
 		if err != nil {
 			return r, err
 		}
+		res.baseline = baseline
 		r.Watches[watchers] = &res
-		cfg.logf("%s: %d watchers: warm-up %.0f creates/s, then %.0f creates/s, %d of %d delivered, p50 %v p99 %v, %d cut off, %d failed to open, CPU per create (server / etcd / load generator) %s; RSS %.0f MiB with the watchers open (%s); its %d events deleted in %v",
-			t.name, watchers, res.warmup.perSecond(), res.creates.perSecond(), res.received, res.expected, res.p50, res.p99, res.cutOff, res.openFailed, res.creates.perCreate(), res.rssBytes/(1<<20), res.memory, res.deleted, res.deleteTime.Round(time.Second))
+		cfg.logf("%s: %d watchers: %s", t.name, watchers, res.summary())
+		if baseline != nil {
+			cfg.logf("%s: %d watchers: %.0f%% of the creates/s of its baseline", t.name, watchers, 100*res.ratio())
+		}
 	}
 	return r, nil
 }
@@ -311,6 +324,15 @@ func WriteTable(w io.Writer, cfg Config, results []*Result) error {
 			label = "no watchers: creates/s (same load)"
 		}
 		row(label, cell(a), cell(b), ratio)
+		if n > 0 {
+			vsBaseline := func(r *watchResult) string {
+				if r == nil || r.baseline == nil {
+					return "not run"
+				}
+				return fmt.Sprintf("%.0f of %.0f/s (%.0f%%)", r.creates.perSecond(), r.baseline.creates.perSecond(), 100*r.ratio())
+			}
+			row(fmt.Sprintf("%d watchers: creates/s with them of without them just before", n), vsBaseline(a), vsBaseline(b), "-")
+		}
 		var ca, cb createResult
 		if a != nil {
 			ca = a.creates

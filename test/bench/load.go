@@ -249,6 +249,25 @@ type watchResult struct {
 	// which took deleteTime.
 	deleted    int
 	deleteTime time.Duration
+	// baseline is the same load without watchers, run on the same store
+	// just before a phase with watchers: the machine's pace drifts over a
+	// run by more than the watchers cost, so each phase is compared with
+	// its neighbour, not with a phase minutes earlier.
+	baseline *watchResult
+}
+
+// summary is the phase's log line.
+func (r *watchResult) summary() string {
+	return fmt.Sprintf("warm-up %.0f creates/s, then %.0f creates/s, %d of %d delivered, p50 %v p99 %v, %d cut off, %d failed to open, CPU per create (server / etcd / load generator) %s; RSS %.0f MiB with the watchers open (%s); its %d events deleted in %v",
+		r.warmup.perSecond(), r.creates.perSecond(), r.received, r.expected, r.p50, r.p99, r.cutOff, r.openFailed, r.creates.perCreate(), r.rssBytes/(1<<20), r.memory, r.deleted, r.deleteTime.Round(time.Second))
+}
+
+// ratio is the phase's creates/s over its baseline's, 0 without one.
+func (r *watchResult) ratio() float64 {
+	if r == nil || r.baseline == nil || r.baseline.creates.perSecond() == 0 {
+		return 0
+	}
+	return r.creates.perSecond() / r.baseline.creates.perSecond()
 }
 
 // watchersPerConnection keeps each connection well under HTTP/2's
