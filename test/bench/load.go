@@ -252,7 +252,7 @@ type watchResult struct {
 	// baseline is the same load without watchers, run on the same store
 	// just before a phase with watchers: the machine's pace drifts over a
 	// run by more than the watchers cost, so each phase is compared with
-	// its neighbour, not with a phase minutes earlier.
+	// the phase next to it, not with a phase minutes earlier.
 	baseline *watchResult
 }
 
