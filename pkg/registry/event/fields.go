@@ -2,7 +2,6 @@ package event
 
 import (
 	"encoding/binary"
-	"strings"
 
 	"k8s.io/apimachinery/pkg/fields"
 
@@ -12,15 +11,22 @@ import (
 
 // The watch cache keeps the selectable field set of every cached event for
 // as long as the event is cached, to filter lists and watch events without
-// converting the object. As a fields.Set (a Go map of 15 to 20 string
-// pairs for a typical event) it cost 1.2 KiB per event, more than the
-// event's own strings and a third of the memory per cached event. GetAttrs
-// therefore hands the cache a packed set: one entry, whose value holds
-// every selectable value in the order of selectableLabels, length-prefixed
-// in one string that the collector need not scan, beside the event's
-// metadata.name and metadata.namespace, which the cacher reads from the set
-// itself to find the watchers scoped to one namespace or name. The
-// selectors Matcher builds read a packed set through packedFields; any
+// converting the object. As a plain fields.Set (a Go map of 15 to 20 string
+// pairs for a typical event) it cost 1.2 KiB per event, a third of the
+// memory per cached event. GetAttrs therefore hands the cache a packed set,
+// a map of at most eight entries, which Go keeps in one group of eight
+// slots (a ninth would make it a table of groups):
+//   - metadata.name and metadata.namespace, which the cacher reads from the
+//     set itself to find the watchers scoped to one namespace or name;
+//   - the values that are mostly unique per event or per object, as the
+//     event's own strings (a free slot costs nothing, a copy would);
+//   - under packedKey, every other selectable value (kinds, API versions,
+//     field paths, reason, reporter, type, series state) in the order of
+//     selectableLabels, length-prefixed in one string that the collector need
+//     not scan. Those values repeat across events, and so does the string:
+//     the store shares one copy of each (see newAttrFunc).
+//
+// The selectors Matcher builds read a packed set through packedSet; any
 // other fields.Set they are given (plainSelectableFields') reads as it is.
 
 // FieldStatelessSeries selects the series stored without a state ("true";
@@ -32,7 +38,7 @@ import (
 const FieldStatelessSeries = "series.stateless"
 
 // selectableLabels are the canonical labels of the selectable fields, in
-// the order their values are packed.
+// the order of selectableValues.
 var selectableLabels = func() []string {
 	labels := []string{eventconversion.FieldName, eventconversion.FieldNamespace}
 	for _, prefix := range []string{eventconversion.PrefixInvolvedObject, eventconversion.PrefixRelated} {
@@ -45,24 +51,52 @@ var selectableLabels = func() []string {
 		eventconversion.FieldSeriesState, FieldStatelessSeries)
 }()
 
-// labelPosition is the position of each selectable label's value.
-var labelPosition = func() map[string]int {
-	m := make(map[string]int, len(selectableLabels))
-	for i, label := range selectableLabels {
-		m[label] = i
-	}
-	return m
-}()
+// directLabels are the labels a packed set holds as entries of their own.
+var directLabels = []string{
+	eventconversion.FieldName, eventconversion.FieldNamespace,
+	eventconversion.PrefixInvolvedObject + "name", eventconversion.PrefixInvolvedObject + "uid",
+	eventconversion.PrefixInvolvedObject + "resourceVersion",
+	eventconversion.PrefixRelated + "name", eventconversion.PrefixRelated + "uid",
+}
 
-// packedKey is the one key of a packed set. No field selector can name it:
-// the field label conversion of every served version refuses labels it does
-// not know before a selector reaches Matcher.
+// packedKey is the key of a packed set's packed values. No field selector
+// can name it: the field label conversion of every served version refuses
+// labels it does not know before a selector reaches Matcher.
 const packedKey = "\x00packed"
 
-// selectableValues returns the values of an event's selectable fields, in
-// the order of selectableLabels ("" for an unset field).
-func selectableValues(event *core.Event) []string {
-	values := make([]string, 0, len(selectableLabels))
+// maxPackedSetEntries is what one map group holds.
+const maxPackedSetEntries = 8
+
+// fieldSlot is where a packed set keeps a label's value: an entry of its
+// own, or the position of the value among the packed ones.
+type fieldSlot struct {
+	direct   bool
+	position int
+}
+
+// slots lays out the packed set: the slot of each selectable label, by
+// label and, in selectableSlots, in the order of selectableLabels.
+var slots, selectableSlots = func() (map[string]fieldSlot, []fieldSlot) {
+	byLabel := make(map[string]fieldSlot, len(selectableLabels))
+	for _, label := range directLabels {
+		byLabel[label] = fieldSlot{direct: true}
+	}
+	inOrder := make([]fieldSlot, len(selectableLabels))
+	packed := 0
+	for i, label := range selectableLabels {
+		if _, direct := byLabel[label]; !direct {
+			byLabel[label] = fieldSlot{position: packed}
+			packed++
+		}
+		inOrder[i] = byLabel[label]
+	}
+	return byLabel, inOrder
+}()
+
+// appendSelectableValues appends the values of an event's selectable
+// fields to values, in the order of selectableLabels ("" for an unset
+// field).
+func appendSelectableValues(values []string, event *core.Event) []string {
 	values = append(values, event.Name, event.Namespace)
 	values = appendReference(values, &event.InvolvedObject)
 	related := event.Related
@@ -103,7 +137,7 @@ func appendReference(values []string, ref *core.ObjectReference) []string {
 // empty one would (related.name= matches events without a related object).
 func plainSelectableFields(event *core.Event) fields.Set {
 	set := fields.Set{}
-	for i, value := range selectableValues(event) {
+	for i, value := range appendSelectableValues(nil, event) {
 		if value != "" {
 			set[selectableLabels[i]] = value
 		}
@@ -111,54 +145,48 @@ func plainSelectableFields(event *core.Event) fields.Set {
 	return set
 }
 
-// packFields returns the packed selectable field set of an event: the
-// values of selectableValues, each preceded by its length as a uvarint.
-func packFields(event *core.Event) fields.Set {
-	values := selectableValues(event)
-	size := 0
-	for _, v := range values {
-		size += uvarintLen(len(v)) + len(v)
+// packFields returns the packed selectable field set of an event, its
+// packed values shared through table (nil: not shared).
+func packFields(event *core.Event, table *stringTable) fields.Set {
+	var valuesArray [32]string // on the stack, as is buf: only the set is kept
+	values := appendSelectableValues(valuesArray[:0], event)
+	set := make(fields.Set, maxPackedSetEntries)
+	var buf [256]byte
+	packed := buf[:0]
+	for i, value := range values {
+		switch slot := selectableSlots[i]; {
+		case slot.direct && value != "":
+			set[selectableLabels[i]] = value
+		case !slot.direct:
+			packed = binary.AppendUvarint(packed, uint64(len(value)))
+			packed = append(packed, value...)
+		}
 	}
-	var b strings.Builder
-	b.Grow(size)
-	var length [binary.MaxVarintLen64]byte
-	for _, v := range values {
-		b.Write(length[:binary.PutUvarint(length[:], uint64(len(v)))])
-		b.WriteString(v)
-	}
-	return fields.Set{
-		eventconversion.FieldName:      event.Name,
-		eventconversion.FieldNamespace: event.Namespace,
-		packedKey:                      b.String(),
-	}
+	set[packedKey] = table.internBytes(packed)
+	return set
 }
 
-func uvarintLen(n int) int {
-	size := 1
-	for ; n >= 0x80; n >>= 7 {
-		size++
-	}
-	return size
-}
+// packedSet reads a packed set as fields.
+type packedSet fields.Set
 
-// packedFields reads a packed set as fields.
-type packedFields string
-
-var _ fields.Fields = packedFields("")
+var _ fields.Fields = packedSet(nil)
 
 // Get returns the value of label, "" when it is unset or not selectable.
-func (p packedFields) Get(label string) string {
-	position, ok := labelPosition[label]
+func (p packedSet) Get(label string) string {
+	slot, ok := slots[label]
 	if !ok {
 		return ""
 	}
-	s := string(p)
+	if slot.direct {
+		return p[label]
+	}
+	s := p[packedKey]
 	for i := 0; ; i++ {
 		length, n := uvarint(s)
 		if n == 0 || length > len(s)-n {
 			return ""
 		}
-		if i == position {
+		if i == slot.position {
 			return s[n : n+length]
 		}
 		s = s[n+length:]
@@ -180,13 +208,13 @@ func uvarint(s string) (value, size int) {
 }
 
 // Has reports whether label is set, as plainSelectableFields' set would.
-func (p packedFields) Has(label string) bool { return p.Get(label) != "" }
+func (p packedSet) Has(label string) bool { return p.Get(label) != "" }
 
 // unpacked returns the fields a selector reads from a set GetAttrs made.
 func unpacked(f fields.Fields) fields.Fields {
 	if set, ok := f.(fields.Set); ok {
-		if packed, ok := set[packedKey]; ok {
-			return packedFields(packed)
+		if _, ok := set[packedKey]; ok {
+			return packedSet(set)
 		}
 	}
 	return f

@@ -1,12 +1,15 @@
 package event
 
 import (
+	"fmt"
 	"strings"
 	"testing"
+	"unsafe"
 
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kube-events/events-apiserver/pkg/apis/core"
 )
@@ -42,7 +45,7 @@ func TestPackedFieldsSelectAsThePlainSet(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, label := range selectableLabels {
-				if got, want := packedFields(packed[packedKey]).Get(label), plain.Get(label); got != want {
+				if got, want := unpacked(packed).Get(label), plain.Get(label); got != want {
 					t.Errorf("Get(%q) = %q, want %q", label, got, want)
 				}
 				for _, value := range []string{plain.Get(label), "", "other", long} {
@@ -92,18 +95,71 @@ func TestPackedSelectorSurvivesTransformAndCopy(t *testing.T) {
 	}
 }
 
-// The packed set holds three entries, what the watch cache keeps per event:
-// the packed values, and the name and namespace the cacher reads from the
-// set itself to dispatch a watch event to the watchers scoped to them.
-func TestGetAttrsPacksNameNamespaceAndTheRest(t *testing.T) {
+// The packed set holds the name, namespace and other mostly unique values
+// as entries of their own, sharing the event's strings, and the rest
+// packed: never more entries than one map group holds.
+func TestGetAttrsPacksTheRepeatingValues(t *testing.T) {
+	if n := len(directLabels) + 1; n > maxPackedSetEntries {
+		t.Fatalf("a packed set has up to %d entries, more than the %d of one map group", n, maxPackedSetEntries)
+	}
 	event := fullEvent()
 	_, packed, err := GetAttrs(event)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := fields.Set{"metadata.name": event.Name, "metadata.namespace": event.Namespace, packedKey: packed[packedKey]}
+	want := fields.Set{
+		"metadata.name": event.Name, "metadata.namespace": event.Namespace,
+		"involvedObject.name": "pod-a", "involvedObject.uid": "uid-a", "involvedObject.resourceVersion": "7",
+		"related.name": "node-1", "related.uid": "uid-n",
+		packedKey: packed[packedKey],
+	}
 	if diff := cmp.Diff(want, packed); diff != "" {
 		t.Errorf("packed set (-want +got):\n%s", diff)
+	}
+	if strings.Contains(packed[packedKey], "pod-a") || strings.Contains(packed[packedKey], "uid-n") {
+		t.Errorf("packed values %q repeat a value the set holds as an entry", packed[packedKey])
+	}
+}
+
+// The watch cache's field sets share one copy of the packed values of
+// events that differ only in the values held as entries of their own.
+func TestAttrFuncSharesPackedValues(t *testing.T) {
+	attrFunc := newAttrFunc(newStringTable())
+	first, second := fullEvent(), fullEvent()
+	second.Name, second.InvolvedObject.Name, second.InvolvedObject.UID = "pod-b.1", "pod-b", "uid-b"
+	_, a, err := attrFunc(first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, b, err := attrFunc(second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if unsafe.StringData(a[packedKey]) != unsafe.StringData(b[packedKey]) {
+		t.Errorf("packed values %q and %q are two copies, want one shared", a[packedKey], b[packedKey])
+	}
+	if got := unpacked(b).Get("involvedObject.name"); got != "pod-b" {
+		t.Errorf("involvedObject.name of the second event = %q, want pod-b", got)
+	}
+}
+
+// BenchmarkAttrFunc reports what the watch cache allocates for the field
+// set of each event it caches (B/op), packed values shared.
+func BenchmarkAttrFunc(b *testing.B) {
+	attrFunc := newAttrFunc(newStringTable())
+	events := make([]*core.Event, 1000)
+	for i := range events {
+		e := fullEvent()
+		e.Name = fmt.Sprintf("pod-%d.17a2b3c4d5e6f7%03d", i, i)
+		e.InvolvedObject.Name = fmt.Sprintf("pod-%d", i)
+		e.InvolvedObject.UID = types.UID(fmt.Sprintf("00000000-0000-0000-0000-%012d", i))
+		events[i] = e
+	}
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		if _, _, err := attrFunc(events[i%len(events)]); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
 

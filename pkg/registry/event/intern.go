@@ -58,6 +58,21 @@ func (t *stringTable) intern(s string) string {
 	return s
 }
 
+// internBytes returns the kept copy of b's value, keeping a copy if it has
+// none; b is not retained. A nil table keeps nothing: it returns a copy.
+func (t *stringTable) internBytes(b []byte) string {
+	if t == nil {
+		return string(b)
+	}
+	t.mu.RLock()
+	kept, ok := t.strings[string(b)] // no copy for the lookup
+	t.mu.RUnlock()
+	if ok {
+		return kept
+	}
+	return t.intern(string(b))
+}
+
 // internEvent points the repeating strings of a freshly decoded event, not
 // yet seen by anyone else, at their kept copies.
 func (t *stringTable) internEvent(event *core.Event) {

@@ -51,9 +51,10 @@ func NewREST(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, ttl t
 
 		TableConvertor: TableConvertor{},
 	}
+	table := newStringTable()
 	options := &generic.StoreOptions{
-		RESTOptions: internedStorage{RESTOptionsGetter: optsGetter, table: newStringTable()},
-		AttrFunc:    GetAttrs,
+		RESTOptions: internedStorage{RESTOptionsGetter: optsGetter, table: table},
+		AttrFunc:    newAttrFunc(table),
 		Indexers:    Indexers(),
 		TriggerFunc: TriggerFuncs(),
 	}

@@ -141,11 +141,24 @@ func (Strategy) AllowUnconditionalUpdate(context.Context) bool { return true }
 // and watch filtering alike. The fields are packed (see packFields): only
 // the selectors Matcher builds read them.
 func GetAttrs(obj runtime.Object) (labels.Set, fields.Set, error) {
+	return attrs(obj, nil)
+}
+
+// newAttrFunc returns GetAttrs for the watch cache, which keeps the field
+// set of every cached event: events with the same packed values share one
+// copy of them, kept in table.
+func newAttrFunc(table *stringTable) storage.AttrFunc {
+	return func(obj runtime.Object) (labels.Set, fields.Set, error) {
+		return attrs(obj, table)
+	}
+}
+
+func attrs(obj runtime.Object, table *stringTable) (labels.Set, fields.Set, error) {
 	event, ok := obj.(*core.Event)
 	if !ok {
 		return nil, nil, fmt.Errorf("not an event: %T", obj)
 	}
-	return labels.Set(event.Labels), packFields(event), nil
+	return labels.Set(event.Labels), packFields(event, table), nil
 }
 
 // Matcher returns the selection predicate for a label and a field selector,
