@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-	"unsafe"
 
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/fields"
@@ -135,7 +134,7 @@ func TestAttrFuncSharesPackedValues(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if unsafe.StringData(a[packedKey]) != unsafe.StringData(b[packedKey]) {
+	if !sameMemory(a[packedKey], b[packedKey]) {
 		t.Errorf("packed values %q and %q are two copies, want one shared", a[packedKey], b[packedKey])
 	}
 	if got := unpacked(b).Get("involvedObject.name"); got != "pod-b" {
