@@ -167,6 +167,9 @@ func measure(ctx context.Context, cfg Config, t *target) (*Result, error) {
 		profileDir = cfg.ProfileDir
 	}
 
+	if err := settle(ctx, cfg, t, "the creates"); err != nil {
+		return r, err
+	}
 	for _, m := range modes {
 		res, err := createsIn(ctx, t, g, m, cfg.Writers, cfg.CreatesPerMode)
 		if err != nil {
@@ -197,6 +200,9 @@ func measure(ctx context.Context, cfg Config, t *target) (*Result, error) {
 	}
 	r.Events = g.next.Load()
 
+	if err := settle(ctx, cfg, t, "the lists"); err != nil {
+		return r, err
+	}
 	profiled := profileCPU(ctx, t, profileDir, "cpu-lists", false)
 	for _, row := range listRows {
 		res, err := listBy(ctx, t.config, row.events, row.selector, cfg.ListSamples)

@@ -103,6 +103,44 @@ func measured(ctx context.Context, t *target, load func() createResult) (createR
 	return res, nil
 }
 
+// quietCPU is the share of one core below which the server and its etcd
+// count as idle, and settleTimeout how long settle waits for it.
+const (
+	quietCPU      = 0.10
+	settleTimeout = time.Minute
+)
+
+// settle waits until the server and its etcd are idle (together below
+// quietCPU of a core over a second), so that a measurement does not pay
+// for the work the previous phase left behind: the collector and the
+// scavenger after a fill, the watch cache after a burst of deletes. A
+// server still busy after settleTimeout is measured as it is, and logged.
+func settle(ctx context.Context, cfg Config, t *target, before string) error {
+	start := time.Now()
+	last, err := cpuNow(ctx, t)
+	if err != nil {
+		return err
+	}
+	for time.Since(start) < settleTimeout {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Second):
+		}
+		now, err := cpuNow(ctx, t)
+		if err != nil {
+			return err
+		}
+		if used := now.sub(last); used.server+used.etcd < quietCPU {
+			cfg.logf("%s: idle after %v, before %s", t.name, time.Since(start).Round(time.Second), before)
+			return nil
+		}
+		last = now
+	}
+	cfg.logf("%s: still busy after %v, before %s; measuring anyway", t.name, settleTimeout, before)
+	return nil
+}
+
 // perCreate is the CPU milliseconds per create of each process, for a
 // table cell.
 func (r createResult) perCreate() string {

@@ -294,6 +294,9 @@ const watchersPerConnection = 100
 func selectiveWatchers(ctx context.Context, cfg Config, t *target, g *generator, watchers int, profileDir string) (watchResult, error) {
 	phase := fmt.Sprintf("watch%d", watchers)
 	res := watchResult{watchers: watchers}
+	if err := settle(ctx, cfg, t, fmt.Sprintf("the phase of %d watchers", watchers)); err != nil {
+		return res, err
+	}
 	names := make([]string, watchers)
 	for i := range names {
 		names[i] = fmt.Sprintf("%s-w%d", phase, i)
