@@ -52,8 +52,9 @@ type Config struct {
 	// events have no watch cache: each watch is an etcd watch that decodes
 	// every event. Larger phases are reported as not run.
 	AnchorMaxWatchers int
-	// WatchWarmup is how long events are created in a watcher phase after
-	// the watchers are open and before the measured load.
+	// WatchWarmup is how long, at least, events are created in a watcher
+	// phase after the watchers are open and before the measured load: on
+	// until the server's memory stops growing, at most four times as long.
 	WatchWarmup time.Duration
 	// WatchDuration is how long events are created, measured, in a watcher
 	// phase.
@@ -64,8 +65,9 @@ type Config struct {
 	// ProfileDir, when set, receives events-apiserver's heap profile at the
 	// full event count and with each watcher phase's watchers open, and
 	// 10 s CPU profiles of the fill (cpu.pprof), of the lists (they take
-	// less with few -list-samples) and of each watcher phase's measured
-	// load, with the load generator's own beside it.
+	// less with few -list-samples) and of each watcher phase's and each
+	// baseline's measured load (cpu-watchers-N, cpu-baseline-N), with the
+	// load generator's own beside it.
 	ProfileDir string
 	// SkipAnchor measures events-apiserver alone (for profiling it); the
 	// table then has no ratios.
@@ -233,14 +235,14 @@ func measure(ctx context.Context, cfg Config, t *target) (*Result, error) {
 		}
 		var baseline *watchResult
 		if watchers > 0 {
-			b, err := selectiveWatchers(ctx, cfg, t, g, 0, "")
+			b, err := selectiveWatchers(ctx, cfg, t, g, 0, profileDir, fmt.Sprintf("baseline-%d", watchers))
 			if err != nil {
 				return r, fmt.Errorf("baseline of %d watchers: %w", watchers, err)
 			}
 			baseline = &b
 			cfg.logf("%s: baseline of %d watchers: %s", t.name, watchers, b.summary())
 		}
-		res, err := selectiveWatchers(ctx, cfg, t, g, watchers, profileDir)
+		res, err := selectiveWatchers(ctx, cfg, t, g, watchers, profileDir, fmt.Sprintf("watchers-%d", watchers))
 		if err != nil {
 			return r, err
 		}

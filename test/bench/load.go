@@ -258,8 +258,8 @@ type watchResult struct {
 
 // summary is the phase's log line.
 func (r *watchResult) summary() string {
-	return fmt.Sprintf("warm-up %.0f creates/s, then %.0f creates/s, %d of %d delivered, p50 %v p99 %v, %d cut off, %d failed to open, CPU per create (server / etcd / load generator) %s; RSS %.0f MiB with the watchers open (%s); its %d events deleted in %v",
-		r.warmup.perSecond(), r.creates.perSecond(), r.received, r.expected, r.p50, r.p99, r.cutOff, r.openFailed, r.creates.perCreate(), r.rssBytes/(1<<20), r.memory, r.deleted, r.deleteTime.Round(time.Second))
+	return fmt.Sprintf("warm-up %v at %.0f creates/s, then %.0f creates/s, %d of %d delivered, p50 %v p99 %v, %d cut off, %d failed to open, CPU per create (server / etcd / load generator) %s; RSS %.0f MiB with the watchers open (%s); its %d events deleted in %v",
+		r.warmup.elapsed.Round(time.Second), r.warmup.perSecond(), r.creates.perSecond(), r.received, r.expected, r.p50, r.p99, r.cutOff, r.openFailed, r.creates.perCreate(), r.rssBytes/(1<<20), r.memory, r.deleted, r.deleteTime.Round(time.Second))
 }
 
 // ratio is the phase's creates/s over its baseline's, 0 without one.
@@ -290,8 +290,9 @@ const watchersPerConnection = 100
 // beside it.
 //
 // With profileDir set, the server's CPU profile of the first 10 s of the
-// load and its heap with the watchers open are written there.
-func selectiveWatchers(ctx context.Context, cfg Config, t *target, g *generator, watchers int, profileDir string) (watchResult, error) {
+// load (cpu-<profileName>.pprof, with the generator's) and its heap with
+// the watchers open (heap-<profileName>.pprof) are written there.
+func selectiveWatchers(ctx context.Context, cfg Config, t *target, g *generator, watchers int, profileDir, profileName string) (watchResult, error) {
 	phase := fmt.Sprintf("watch%d", watchers)
 	res := watchResult{watchers: watchers}
 	if err := settle(ctx, cfg, t, fmt.Sprintf("the phase of %d watchers", watchers)); err != nil {
@@ -422,12 +423,11 @@ func selectiveWatchers(ctx context.Context, cfg Config, t *target, g *generator,
 		}
 	}
 	if cfg.WatchWarmup > 0 {
-		res.warmup = writeLoad(ctx, cfg.Writers, 0, cfg.WatchWarmup, creates(false))
-		if res.warmup.failed > 0 {
-			return res, fmt.Errorf("warm-up: %d creates failed, first: %w", res.warmup.failed, res.warmup.firstErr)
+		if res.warmup, err = warmUp(ctx, cfg, t, creates(false)); err != nil {
+			return res, err
 		}
 	}
-	profiled := profileCPU(ctx, t, profileDir, fmt.Sprintf("cpu-watchers-%d", watchers), true)
+	profiled := profileCPU(ctx, t, profileDir, "cpu-"+profileName, true)
 	res.creates, err = measured(ctx, t, func() createResult {
 		return writeLoad(ctx, cfg.Writers, 0, cfg.WatchDuration, creates(true))
 	})
@@ -451,7 +451,7 @@ func selectiveWatchers(ctx context.Context, cfg Config, t *target, g *generator,
 		return res, err
 	}
 	if profileDir != "" {
-		if err := saveProfile(ctx, t.config, "/debug/pprof/heap", "gc=1", filepath.Join(profileDir, fmt.Sprintf("heap-watchers-%d.pprof", watchers))); err != nil {
+		if err := saveProfile(ctx, t.config, "/debug/pprof/heap", "gc=1", filepath.Join(profileDir, "heap-"+profileName+".pprof")); err != nil {
 			return res, fmt.Errorf("heap profile: %w", err)
 		}
 	}
@@ -474,6 +474,46 @@ func selectiveWatchers(ctx context.Context, cfg Config, t *target, g *generator,
 	}
 	latMu.Unlock()
 	return res, nil
+}
+
+// warmUpSlice is how often warmUp checks whether the server's memory has
+// stopped growing; maxWarmupFactor bounds the warm-up to that many times
+// Config.WatchWarmup.
+const (
+	warmUpSlice     = 5 * time.Second
+	maxWarmupFactor = 4
+)
+
+// warmUp runs the create load, not measured, for at least cfg.WatchWarmup
+// and until the server's resident memory grew by less than 5 % over the
+// last warmUpSlice: watchers that just connected make the heap grow (by
+// about a gigabyte for 10,000 of them), and until it has, every create
+// pays for touching new memory for the first time. It stops at
+// maxWarmupFactor times cfg.WatchWarmup whatever the memory does.
+func warmUp(ctx context.Context, cfg Config, t *target, create func(context.Context) error) (createResult, error) {
+	var total createResult
+	before, _, err := rss(ctx, t.config)
+	if err != nil {
+		return total, err
+	}
+	for total.elapsed < maxWarmupFactor*cfg.WatchWarmup {
+		slice := writeLoad(ctx, cfg.Writers, 0, min(warmUpSlice, cfg.WatchWarmup), create)
+		total.created += slice.created
+		total.failed += slice.failed
+		total.elapsed += slice.elapsed
+		if slice.failed > 0 {
+			return total, fmt.Errorf("warm-up: %d creates failed, first: %w", slice.failed, slice.firstErr)
+		}
+		after, _, err := rss(ctx, t.config)
+		if err != nil {
+			return total, err
+		}
+		if total.elapsed >= cfg.WatchWarmup && after < before*1.05 {
+			break
+		}
+		before = after
+	}
+	return total, ctx.Err()
 }
 
 // deleteEvents deletes the named events of the bench namespace with
