@@ -42,8 +42,13 @@ type Config struct {
 	// Events is how many events the store holds when lists and memory are
 	// measured (the creates of the modes count towards it).
 	Events int64
-	// ListSamples is how many lists each selector is timed on.
-	ListSamples int
+	// ListSamples is how many lists, at least, each selector is timed on,
+	// and ListDuration how long, at least, they are timed: a few dozen
+	// lists of a few milliseconds fall inside one collector cycle or
+	// outside of any, and their median says which; lists over a couple of
+	// seconds pay the collector's share as a user's lists do.
+	ListSamples  int
+	ListDuration time.Duration
 	// Watchers are the numbers of selective watchers measured. Each phase
 	// with watchers is preceded by its baseline, the same load without
 	// them; 0 measures that load alone.
@@ -83,6 +88,7 @@ func Full() Config {
 		CreatesPerMode:    10000,
 		Events:            100000,
 		ListSamples:       20,
+		ListDuration:      2 * time.Second,
 		Watchers:          []int{100, 1000, 10000},
 		AnchorMaxWatchers: 1000,
 		WatchWarmup:       15 * time.Second,
@@ -202,19 +208,10 @@ func measure(ctx context.Context, cfg Config, t *target) (*Result, error) {
 	}
 	r.Events = g.next.Load()
 
-	if err := settle(ctx, cfg, t, "the lists"); err != nil {
-		return r, err
-	}
-	profiled := profileCPU(ctx, t, profileDir, "cpu-lists", false)
-	for _, row := range listRows {
-		res, err := listBy(ctx, t.config, row.events, row.selector, cfg.ListSamples)
-		if err != nil {
-			return r, err
-		}
-		r.Lists[row.name] = res
-		cfg.logf("%s: list %s: %v, %d items", t.name, row.selector, res.median, res.items)
-	}
-	if err := profiled(); err != nil {
+	// Memory is read once the fill has settled, before the lists: what the
+	// server holds for the events, not the heap that a few seconds of
+	// back-to-back lists churn (logged after them, for comparison).
+	if err := settle(ctx, cfg, t, "the memory reading and the lists"); err != nil {
 		return r, err
 	}
 	var breakdown string
@@ -226,6 +223,21 @@ func measure(ctx context.Context, cfg Config, t *target) (*Result, error) {
 		if err := saveProfile(ctx, t.config, "/debug/pprof/heap", "gc=1", filepath.Join(profileDir, "heap.pprof")); err != nil {
 			return r, fmt.Errorf("heap profile: %w", err)
 		}
+	}
+	profiled := profileCPU(ctx, t, profileDir, "cpu-lists", false)
+	for _, row := range listRows {
+		res, err := listBy(ctx, t.config, row.events, row.selector, cfg.ListSamples, cfg.ListDuration)
+		if err != nil {
+			return r, err
+		}
+		r.Lists[row.name] = res
+		cfg.logf("%s: list %s: %v (median of %d), %d items", t.name, row.selector, res.median, res.samples, res.items)
+	}
+	if err := profiled(); err != nil {
+		return r, err
+	}
+	if afterLists, breakdown, err := rss(ctx, t.config); err == nil {
+		cfg.logf("%s: RSS %.0f MiB after the lists (%s)", t.name, afterLists/(1<<20), breakdown)
 	}
 
 	for _, watchers := range cfg.Watchers {

@@ -184,16 +184,18 @@ func createsIn(ctx context.Context, t *target, g *generator, m mode, writers int
 // listResult is the median duration of a list by one selector, and how
 // many events it returned.
 type listResult struct {
-	median time.Duration
-	items  int
+	median  time.Duration
+	samples int
+	items   int
 	// unsupported is set when the server refuses the selector (kube-apiserver
 	// knows no related.* field selectors).
 	unsupported bool
 }
 
-// listBy lists samples times (after one warm-up) with a field selector,
-// through core/v1 or events.k8s.io/v1 in protobuf.
-func listBy(ctx context.Context, cfg *rest.Config, events bool, selector string, samples int) (listResult, error) {
+// listBy lists at least samples times and for at least duration (after one
+// warm-up) with a field selector, through core/v1 or events.k8s.io/v1 in
+// protobuf.
+func listBy(ctx context.Context, cfg *rest.Config, events bool, selector string, samples int, duration time.Duration) (listResult, error) {
 	c, err := clientset(cfg, runtime.ContentTypeProtobuf)
 	if err != nil {
 		return listResult{}, err
@@ -220,7 +222,7 @@ func listBy(ctx context.Context, cfg *rest.Config, events bool, selector string,
 	}
 	var durations []time.Duration
 	items := 0
-	for range samples {
+	for begin := time.Now(); len(durations) < samples || time.Since(begin) < duration; {
 		start := time.Now()
 		n, err := list()
 		if err != nil {
@@ -230,7 +232,7 @@ func listBy(ctx context.Context, cfg *rest.Config, events bool, selector string,
 		items = n
 	}
 	slices.Sort(durations)
-	return listResult{median: durations[len(durations)/2], items: items}, nil
+	return listResult{median: durations[len(durations)/2], samples: len(durations), items: items}, nil
 }
 
 // watchResult is how selective watchers fared under a create load.
