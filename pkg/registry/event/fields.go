@@ -38,7 +38,7 @@ import (
 const FieldStatelessSeries = "series.stateless"
 
 // selectableLabels are the canonical labels of the selectable fields, in
-// the order of selectableValues.
+// the order of appendSelectableValues.
 var selectableLabels = func() []string {
 	labels := []string{eventconversion.FieldName, eventconversion.FieldNamespace}
 	for _, prefix := range []string{eventconversion.PrefixInvolvedObject, eventconversion.PrefixRelated} {
