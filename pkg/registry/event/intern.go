@@ -46,16 +46,7 @@ func (t *stringTable) intern(s string) string {
 	if ok {
 		return kept
 	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if kept, ok := t.strings[s]; ok {
-		return kept
-	}
-	if len(t.strings) >= maxInternedStrings {
-		clear(t.strings)
-	}
-	t.strings[s] = s
-	return s
+	return t.keep(s)
 }
 
 // internBytes returns the kept copy of b's value, keeping a copy if it has
@@ -70,7 +61,23 @@ func (t *stringTable) internBytes(b []byte) string {
 	if ok {
 		return kept
 	}
-	return t.intern(string(b))
+	return t.keep(string(b))
+}
+
+// keep returns the kept copy of s, keeping s if it still has none (another
+// caller may have kept one since the lookup), and starts the table over
+// when it is full.
+func (t *stringTable) keep(s string) string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if kept, ok := t.strings[s]; ok {
+		return kept
+	}
+	if len(t.strings) >= maxInternedStrings {
+		clear(t.strings)
+	}
+	t.strings[s] = s
+	return s
 }
 
 // internEvent points the repeating strings of a freshly decoded event, not
