@@ -236,9 +236,11 @@ func measure(ctx context.Context, cfg Config, t *target) (*Result, error) {
 	if err := profiled(); err != nil {
 		return r, err
 	}
-	if afterLists, breakdown, err := rss(ctx, t.config); err == nil {
-		cfg.logf("%s: RSS %.0f MiB after the lists (%s)", t.name, afterLists/(1<<20), breakdown)
+	afterLists, breakdown, err := rss(ctx, t.config)
+	if err != nil {
+		return r, err
 	}
+	cfg.logf("%s: RSS %.0f MiB after the lists (%s)", t.name, afterLists/(1<<20), breakdown)
 
 	for _, watchers := range cfg.Watchers {
 		if t.name == "kube-apiserver" && watchers > cfg.AnchorMaxWatchers {

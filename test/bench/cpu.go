@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 )
 
@@ -121,23 +122,23 @@ func settle(ctx context.Context, cfg Config, t *target, before string) error {
 	if err != nil {
 		return err
 	}
-	for time.Since(start) < settleTimeout {
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(time.Second):
-		}
+	err = wait.PollUntilContextTimeout(ctx, time.Second, settleTimeout, false, func(ctx context.Context) (bool, error) {
 		now, err := cpuNow(ctx, t)
 		if err != nil {
-			return err
+			return false, err
 		}
-		if used := now.sub(last); used.server+used.etcd < quietCPU {
-			cfg.logf("%s: idle after %v, before %s", t.name, time.Since(start).Round(time.Second), before)
-			return nil
-		}
+		used := now.sub(last)
 		last = now
+		return used.server+used.etcd < quietCPU, nil
+	})
+	switch {
+	case err == nil:
+		cfg.logf("%s: idle after %v, before %s", t.name, time.Since(start).Round(time.Second), before)
+	case ctx.Err() == nil && wait.Interrupted(err):
+		cfg.logf("%s: still busy after %v, before %s; measuring anyway", t.name, settleTimeout, before)
+	default:
+		return err
 	}
-	cfg.logf("%s: still busy after %v, before %s; measuring anyway", t.name, settleTimeout, before)
 	return nil
 }
 

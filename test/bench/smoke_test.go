@@ -15,10 +15,10 @@ import (
 // TestSmoke runs the benchmark in a short form, as CI does (budget: two
 // minutes on two cores, the server's build included), so that it keeps
 // working: both servers start, every phase runs without a failed request,
-// the table has every row, every watcher phase has its baseline, and
-// both warm up and delete their events after them, and every event reaches its selective watcher on our
-// server with no watcher cut off. Its numbers mean nothing; the full
-// run is hack/bench.sh.
+// the table has every row, every watcher phase has its baseline and both
+// warm up and delete their events after them, and every event reaches its
+// selective watcher on our server with no watcher cut off. Its numbers
+// mean nothing; the full run is hack/bench.sh.
 func TestSmoke(t *testing.T) {
 	assets := filepath.Dir(framework.EnvtestAsset(t, "kube-apiserver"))
 	dir := t.TempDir()
