@@ -37,6 +37,12 @@ import (
 // for in-process callers of the store.
 const FieldStatelessSeries = "series.stateless"
 
+// IsStatelessSeries tells whether event is a series stored without a
+// state: what FieldStatelessSeries selects.
+func IsStatelessSeries(event *core.Event) bool {
+	return event.Series != nil && event.Series.State == ""
+}
+
 // selectableLabels are the canonical labels of the selectable fields, in
 // the order of appendSelectableValues.
 var selectableLabels = func() []string {
@@ -108,9 +114,9 @@ func appendSelectableValues(values []string, event *core.Event) []string {
 	seriesState, stateless := "", ""
 	if event.Series != nil {
 		seriesState = string(event.Series.State)
-		if seriesState == "" {
-			stateless = "true"
-		}
+	}
+	if IsStatelessSeries(event) {
+		stateless = "true"
 	}
 	// source is the legacy reporter, falling back to the new one, and
 	// reportingComponent the new one, falling back to the legacy one, so

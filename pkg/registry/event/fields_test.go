@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apiserver/pkg/storage"
 
 	"github.com/kube-events/events-apiserver/pkg/apis/core"
 )
@@ -163,7 +164,8 @@ func BenchmarkAttrFunc(b *testing.B) {
 }
 
 // FieldStatelessSeries selects the series stored without a state, and
-// neither singletons nor series with a state.
+// neither singletons nor series with a state; its index holds the same
+// events under "true" and no other event at all.
 func TestStatelessSeriesField(t *testing.T) {
 	withState := fullEvent()
 	stateless := fullEvent()
@@ -171,6 +173,7 @@ func TestStatelessSeriesField(t *testing.T) {
 	singleton := fullEvent()
 	singleton.Series = nil
 	predicate := Matcher(labels.Everything(), fields.OneTermEqualSelector(FieldStatelessSeries, "true"))
+	index := (*Indexers())[storage.FieldIndex(FieldStatelessSeries)]
 	for _, tt := range []struct {
 		name  string
 		event *core.Event
@@ -187,6 +190,17 @@ func TestStatelessSeriesField(t *testing.T) {
 			}
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("selected (-want +got):\n%s", diff)
+			}
+			var wantIndexed []string
+			if tt.want {
+				wantIndexed = []string{"true"}
+			}
+			indexed, err := index(tt.event)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(wantIndexed, indexed); diff != "" {
+				t.Errorf("indexed under (-want +got):\n%s", diff)
 			}
 		})
 	}

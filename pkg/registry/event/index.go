@@ -28,8 +28,10 @@ const (
 )
 
 // indexedFields are the fields with an index, in the order the watch cache
-// tries them when a selector names several.
-var indexedFields = []string{IndexRegardingName, IndexRelatedName}
+// tries them when a selector names several. FieldStatelessSeries is the
+// series-state controller's: its index holds only the series stored
+// without a state, so the controller's periodic list reads those alone.
+var indexedFields = []string{IndexRegardingName, IndexRelatedName, FieldStatelessSeries}
 
 // Indexers are the watch cache's indexes, one per indexed field, named as
 // the cacher expects (storage.FieldIndex).
@@ -37,6 +39,16 @@ func Indexers() *cache.Indexers {
 	return &cache.Indexers{
 		storage.FieldIndex(IndexRegardingName): indexBy(RegardingName),
 		storage.FieldIndex(IndexRelatedName):   indexBy(relatedName),
+		storage.FieldIndex(FieldStatelessSeries): func(obj any) ([]string, error) {
+			event, ok := obj.(*core.Event)
+			if !ok {
+				return nil, fmt.Errorf("not an event: %T", obj)
+			}
+			if !IsStatelessSeries(event) {
+				return nil, nil // indexed under no value: every other event costs the index nothing
+			}
+			return []string{"true"}, nil
+		},
 	}
 }
 

@@ -7,14 +7,10 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/apimachinery/pkg/watch"
-	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/registry/rest"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
@@ -29,9 +25,9 @@ import (
 // controllerWorkers is how many events the controller writes at once.
 const controllerWorkers = 2
 
-// relistAfter is the pause before listing again after a failed list or
-// watch.
-const relistAfter = time.Second
+// pollInterval is how often the controller lists the series stored
+// without a state.
+const pollInterval = time.Second
 
 // StateController gives a state to every series stored without one: writes
 // that bypassed our API (kube-apiserver in offload mode, whose core/v1 and
@@ -43,9 +39,19 @@ const relistAfter = time.Second
 // controller gives it back by the same rule, judging the write alone: a
 // bypassing writer cannot be refused, so a series that kube-apiserver
 // reopens after it was Finished reads Ongoing again (through our API that
-// write would be refused). It watches the store for such events (field
-// selector series.state=) and writes with optimistic concurrency, so a
-// newer write always wins.
+// write would be refused). It lists those events every pollInterval (field
+// selector series.stateless=true, served from the watch cache's index of
+// them) and writes with optimistic concurrency, so a newer write always
+// wins.
+//
+// It lists rather than watches: the watch cache hands a watch every event
+// of the store unless the watch selects one regarding name (its one
+// trigger), through a buffer sized when the watch starts (ten events on the
+// empty cache of a starting server), and holds every other watcher's
+// events while that buffer is full. Under load, such a watch filled it
+// whenever the controller waited ten milliseconds for a CPU, and delayed
+// the delivery to 10,000 watchers by up to 200 ms. An indexed list reads
+// the stateless series alone: nothing, when no writer bypasses our API.
 type StateController struct {
 	events     *eventregistry.REST
 	thresholds eventseries.Thresholds
@@ -61,11 +67,11 @@ func NewStateController(events *eventregistry.REST, thresholds eventseries.Thres
 // Name is the controller's name in logs.
 func (*StateController) Name() string { return "series-state" }
 
-// Run lists and watches stateless events, and sets the state of each
-// series among them, until ctx ends; it returns once its writes ended.
+// Run lists the stateless series every pollInterval and sets the state of
+// each, until ctx ends; it returns once its writes ended.
 func (c *StateController) Run(ctx context.Context) {
 	logger := klog.FromContext(ctx)
-	logger.Info("Giving a state to event series stored without one", "finishAfter", c.thresholds.FinishAfter)
+	logger.Info("Giving a state to event series stored without one", "finishAfter", c.thresholds.FinishAfter, "every", pollInterval)
 	queue := workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[types.NamespacedName](),
 		workqueue.TypedRateLimitingQueueConfig[types.NamespacedName]{Name: "events_apiserver_series_state"})
 	var wg sync.WaitGroup
@@ -76,10 +82,10 @@ func (c *StateController) Run(ctx context.Context) {
 		})
 	}
 	wait.UntilWithContext(ctx, func(ctx context.Context) {
-		if err := c.listAndWatch(ctx, queue); err != nil && ctx.Err() == nil {
-			logger.Error(err, "Watching event series without state failed; listing again", "after", relistAfter)
+		if err := c.enqueueStateless(ctx, queue); err != nil && ctx.Err() == nil {
+			logger.Error(err, "Listing event series without state failed; listing again", "after", pollInterval)
 		}
-	}, relistAfter)
+	}, pollInterval)
 	queue.ShutDown()
 	wg.Wait()
 }
@@ -87,62 +93,19 @@ func (c *StateController) Run(ctx context.Context) {
 // stateless selects the series stored without a state.
 var stateless = fields.OneTermEqualSelector(eventregistry.FieldStatelessSeries, "true")
 
-// listAndWatch queues every stateless series, then each one the watch
-// reports, until the watch ends.
-func (c *StateController) listAndWatch(ctx context.Context, queue workqueue.TypedRateLimitingInterface[types.NamespacedName]) error {
+// enqueueStateless queues every series stored without a state; the queue
+// holds each once, however many lists find it before it is written.
+func (c *StateController) enqueueStateless(ctx context.Context, queue workqueue.TypedRateLimitingInterface[types.NamespacedName]) error {
 	list, err := listEvents(ctx, c.events, stateless)
 	if err != nil {
-		return fmt.Errorf("listing: %w", err)
+		return err
 	}
 	for i := range list.Items {
-		enqueue(queue, &list.Items[i])
-	}
-
-	ctx = genericapirequest.WithNamespace(ctx, metav1.NamespaceAll)
-	w, err := c.events.Watch(ctx, &metainternalversion.ListOptions{FieldSelector: stateless, ResourceVersion: list.ResourceVersion})
-	if err != nil {
-		return fmt.Errorf("watching: %w", err)
-	}
-	defer w.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case e, ok := <-w.ResultChan():
-			if !ok {
-				return nil
-			}
-			switch e.Type {
-			case watch.Added, watch.Modified:
-				event, err := eventOf(e.Object)
-				if err != nil {
-					return err
-				}
-				enqueue(queue, event)
-			case watch.Error:
-				return apierrors.FromObject(e.Object)
-			}
+		if event := &list.Items[i]; eventregistry.IsStatelessSeries(event) {
+			queue.Add(types.NamespacedName{Namespace: event.Namespace, Name: event.Name})
 		}
 	}
-}
-
-// eventOf unwraps a watched event: the watch cache hands out what it sends
-// to its watchers as a runtime.CacheableObject, to encode it once.
-func eventOf(obj runtime.Object) (*core.Event, error) {
-	if cacheable, ok := obj.(runtime.CacheableObject); ok {
-		obj = cacheable.GetObject()
-	}
-	event, ok := obj.(*core.Event)
-	if !ok {
-		return nil, fmt.Errorf("watching events returned %T", obj)
-	}
-	return event, nil
-}
-
-func enqueue(queue workqueue.TypedRateLimitingInterface[types.NamespacedName], event *core.Event) {
-	if event.Series != nil && event.Series.State == "" {
-		queue.Add(types.NamespacedName{Namespace: event.Namespace, Name: event.Name})
-	}
+	return nil
 }
 
 // processNext syncs one queued event; false once the queue shut down.
@@ -176,7 +139,7 @@ func (c *StateController) sync(ctx context.Context, key types.NamespacedName) er
 	if !ok {
 		return fmt.Errorf("getting event %s returned %T", key, obj)
 	}
-	if event.Series == nil || event.Series.State != "" {
+	if !eventregistry.IsStatelessSeries(event) {
 		return nil
 	}
 	updated := event.DeepCopy()
