@@ -354,6 +354,13 @@ func WriteTable(w io.Writer, cfg Config, results []*Result) error {
 				return fmt.Sprintf("%.0f of %.0f/s (%.0f%%)", r.creates.perSecond(), r.baseline.creates.perSecond(), 100*r.ratio())
 			}
 			row(fmt.Sprintf("%d watchers: creates/s with them of without them just before", n), vsBaseline(a), vsBaseline(b), "-")
+			createLatency := func(r *watchResult) string {
+				if r == nil || r.baseline == nil {
+					return "not run"
+				}
+				return fmt.Sprintf("p50 %s p99 %s (p50 %s p99 %s)", ms(r.createP50), ms(r.createP99), ms(r.baseline.createP50), ms(r.baseline.createP99))
+			}
+			row(fmt.Sprintf("%d watchers: create latency with them (without them just before)", n), createLatency(a), createLatency(b), "-")
 		}
 		var ca, cb createResult
 		if a != nil {

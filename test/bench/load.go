@@ -241,8 +241,12 @@ type watchResult struct {
 	warmup, creates    createResult
 	expected, received int64
 	p50, p99           time.Duration
-	cutOff             int64
-	openFailed         int64
+	// createP50 and createP99 are the measured creates' own latency, from
+	// sending to the server's answer: delivery is measured from sending
+	// too, so what a delivery adds to its create is told apart.
+	createP50, createP99 time.Duration
+	cutOff               int64
+	openFailed           int64
 	// rssBytes is the server's resident memory after the load, with the
 	// watchers still open, and memory how the runtime accounts for it.
 	rssBytes float64
@@ -260,8 +264,8 @@ type watchResult struct {
 
 // summary is the phase's log line.
 func (r *watchResult) summary() string {
-	return fmt.Sprintf("warm-up %v at %.0f creates/s, then %.0f creates/s, %d of %d delivered, p50 %v p99 %v, %d cut off, %d failed to open, CPU per create (server / etcd / load generator) %s; RSS %.0f MiB with the watchers open (%s); its %d events deleted in %v",
-		r.warmup.elapsed.Round(time.Second), r.warmup.perSecond(), r.creates.perSecond(), r.received, r.expected, r.p50, r.p99, r.cutOff, r.openFailed, r.creates.perCreate(), r.rssBytes/(1<<20), r.memory, r.deleted, r.deleteTime.Round(time.Second))
+	return fmt.Sprintf("warm-up %v at %.0f creates/s, then %.0f creates/s (latency p50 %v p99 %v), %d of %d delivered, p50 %v p99 %v, %d cut off, %d failed to open, CPU per create (server / etcd / load generator) %s; RSS %.0f MiB with the watchers open (%s); its %d events deleted in %v",
+		r.warmup.elapsed.Round(time.Second), r.warmup.perSecond(), r.creates.perSecond(), r.createP50, r.createP99, r.received, r.expected, r.p50, r.p99, r.cutOff, r.openFailed, r.creates.perCreate(), r.rssBytes/(1<<20), r.memory, r.deleted, r.deleteTime.Round(time.Second))
 }
 
 // ratio is the phase's creates/s over its baseline's, 0 without one.
@@ -308,7 +312,7 @@ func selectiveWatchers(ctx context.Context, cfg Config, t *target, g *generator,
 	var sentAt sync.Map // event name -> time.Time the create was sent
 	var received, cutOff atomic.Int64
 	var latMu sync.Mutex
-	var latencies []time.Duration
+	var latencies, createLatencies []time.Duration
 	watchCtx, stopWatches := context.WithCancel(ctx)
 	defer stopWatches()
 
@@ -398,8 +402,8 @@ func selectiveWatchers(ctx context.Context, cfg Config, t *target, g *generator,
 	var createdMu sync.Mutex
 	var created []string // every event of the phase, deleted at its end
 	// creates makes an event about the next watcher's name; tracked ones
-	// are expected at their watcher (warm-up events are delivered too, but
-	// neither expected nor timed).
+	// are timed, and expected at their watcher (warm-up events are
+	// delivered too, but neither expected nor timed).
 	creates := func(tracked bool) func(ctx context.Context) error {
 		return func(ctx context.Context) error {
 			regarding := ""
@@ -407,16 +411,20 @@ func selectiveWatchers(ctx context.Context, cfg Config, t *target, g *generator,
 				regarding = names[k.Add(1)%int64(watchers)]
 			}
 			e := g.coreEvent(regarding)
-			tracked := tracked && watchers > 0
-			if tracked {
-				sentAt.Store(e.Name, time.Now())
+			sent := time.Now()
+			if tracked && watchers > 0 {
+				sentAt.Store(e.Name, sent)
 			}
 			_, err := c.CoreV1().Events(namespace).Create(ctx, e, metav1.CreateOptions{})
 			if err != nil {
-				if tracked {
-					sentAt.Delete(e.Name)
-				}
+				sentAt.Delete(e.Name)
 				return err
+			}
+			if tracked {
+				took := time.Since(sent)
+				latMu.Lock()
+				createLatencies = append(createLatencies, took)
+				latMu.Unlock()
 			}
 			createdMu.Lock()
 			created = append(created, e.Name)
@@ -470,12 +478,21 @@ func selectiveWatchers(ctx context.Context, cfg Config, t *target, g *generator,
 	}
 	res.deleted, res.deleteTime = len(created), time.Since(start)
 	latMu.Lock()
-	slices.Sort(latencies)
-	if n := len(latencies); n > 0 {
-		res.p50, res.p99 = latencies[n/2], latencies[min(n-1, n*99/100)]
-	}
+	res.p50, res.p99 = percentiles(latencies)
+	res.createP50, res.createP99 = percentiles(createLatencies)
 	latMu.Unlock()
 	return res, nil
+}
+
+// percentiles sorts durations and returns their median and 99th
+// percentile, zeros for none.
+func percentiles(durations []time.Duration) (p50, p99 time.Duration) {
+	slices.Sort(durations)
+	n := len(durations)
+	if n == 0 {
+		return 0, 0
+	}
+	return durations[n/2], durations[min(n-1, n*99/100)]
 }
 
 // warmUpSlice is how often warmUp checks whether the server's memory has

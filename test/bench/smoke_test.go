@@ -78,6 +78,9 @@ func TestSmoke(t *testing.T) {
 				continue
 			}
 			for _, phase := range []*watchResult{w.baseline, w} {
+				if phase.createP50 <= 0 || phase.createP99 < phase.createP50 {
+					t.Errorf("%s, %d watchers: create latency p50 %v p99 %v, want the measured creates timed", r.Server, n, phase.createP50, phase.createP99)
+				}
 				if phase.warmup.created == 0 || phase.deleted != int(phase.warmup.created+phase.creates.created) {
 					t.Errorf("%s, %d watchers: %d warm-up and %d measured creates, %d deleted; want a warm-up, and every event of the phase (and of its baseline) deleted after it",
 						r.Server, n, phase.warmup.created, phase.creates.created, phase.deleted)
@@ -89,7 +92,7 @@ func TestSmoke(t *testing.T) {
 	if ours == nil || ours.expected == 0 || ours.received != ours.expected || ours.cutOff+ours.openFailed != 0 {
 		t.Errorf("events-apiserver, 20 watchers: %+v, want every expected event delivered and none cut off", ours)
 	}
-	for _, want := range []string{"creates/s, events.k8s.io/v1 JSON", "list related.name=node-17", "RSS after", "20 selective watchers", "20 watchers: creates/s with them of without them just before"} {
+	for _, want := range []string{"creates/s, events.k8s.io/v1 JSON", "list related.name=node-17", "RSS after", "20 selective watchers", "20 watchers: creates/s with them of without them just before", "20 watchers: create latency with them (without them just before)"} {
 		if !strings.Contains(table.String(), want) {
 			t.Errorf("table has no row %q", want)
 		}
