@@ -94,15 +94,18 @@ func (c *StateController) Run(ctx context.Context) {
 var stateless = fields.OneTermEqualSelector(eventregistry.FieldStatelessSeries, "true")
 
 // enqueueStateless queues every series stored without a state; the queue
-// holds each once, however many lists find it before it is written.
+// holds each once, however many lists find it before it is written, and
+// one whose write failed is left to the queue's backoff.
 func (c *StateController) enqueueStateless(ctx context.Context, queue workqueue.TypedRateLimitingInterface[types.NamespacedName]) error {
 	list, err := listEvents(ctx, c.events, stateless)
 	if err != nil {
 		return err
 	}
 	for i := range list.Items {
-		if event := &list.Items[i]; eventregistry.IsStatelessSeries(event) {
-			queue.Add(types.NamespacedName{Namespace: event.Namespace, Name: event.Name})
+		event := &list.Items[i]
+		key := types.NamespacedName{Namespace: event.Namespace, Name: event.Name}
+		if eventregistry.IsStatelessSeries(event) && queue.NumRequeues(key) == 0 {
+			queue.Add(key)
 		}
 	}
 	return nil
