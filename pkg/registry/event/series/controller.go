@@ -93,7 +93,8 @@ func (c *StateController) Run(ctx context.Context) {
 // stateless selects the series stored without a state.
 var stateless = fields.OneTermEqualSelector(eventregistry.FieldStatelessSeries, "true")
 
-// enqueueStateless queues every series stored without a state; the queue
+// enqueueStateless queues every series stored without a state (the list's
+// selector picks them; sync checks each again as it reads it); the queue
 // holds each once, however many lists find it before it is written, and
 // one whose write failed is left to the queue's backoff.
 func (c *StateController) enqueueStateless(ctx context.Context, queue workqueue.TypedRateLimitingInterface[types.NamespacedName]) error {
@@ -104,7 +105,7 @@ func (c *StateController) enqueueStateless(ctx context.Context, queue workqueue.
 	for i := range list.Items {
 		event := &list.Items[i]
 		key := types.NamespacedName{Namespace: event.Namespace, Name: event.Name}
-		if eventregistry.IsStatelessSeries(event) && queue.NumRequeues(key) == 0 {
+		if queue.NumRequeues(key) == 0 {
 			queue.Add(key)
 		}
 	}
