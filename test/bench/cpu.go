@@ -23,10 +23,11 @@ import (
 // cores all three share, which the create rate alone does not.
 type cpuUse struct {
 	server, etcd, client float64
+	tail                 tailUse
 }
 
 func (a cpuUse) sub(b cpuUse) cpuUse {
-	return cpuUse{server: a.server - b.server, etcd: a.etcd - b.etcd, client: a.client - b.client}
+	return cpuUse{server: a.server - b.server, etcd: a.etcd - b.etcd, client: a.client - b.client, tail: a.tail.sub(b.tail)}
 }
 
 // cpuNow reads the server's and etcd's process_cpu_seconds_total from their
@@ -44,6 +45,8 @@ func cpuNow(ctx context.Context, t *target) (cpuUse, error) {
 	if use.server, err = metricValue(body, "process_cpu_seconds_total"); err != nil {
 		return use, fmt.Errorf("server: %w", err)
 	}
+	readServerTail(body, &use.tail)
+	readClientTail(&use.tail)
 	if use.etcd, err = etcdCPU(ctx, t.etcdURL); err != nil {
 		return use, fmt.Errorf("etcd: %w", err)
 	}

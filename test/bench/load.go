@@ -264,8 +264,8 @@ type watchResult struct {
 
 // summary is the phase's log line.
 func (r *watchResult) summary() string {
-	return fmt.Sprintf("warm-up %v at %.0f creates/s, then %.0f creates/s (latency p50 %v p99 %v), %d of %d delivered, p50 %v p99 %v, %d cut off, %d failed to open, CPU per create (server / etcd / load generator) %s; RSS %.0f MiB with the watchers open (%s); its %d events deleted in %v",
-		r.warmup.elapsed.Round(time.Second), r.warmup.perSecond(), r.creates.perSecond(), r.createP50, r.createP99, r.received, r.expected, r.p50, r.p99, r.cutOff, r.openFailed, r.creates.perCreate(), r.rssBytes/(1<<20), r.memory, r.deleted, r.deleteTime.Round(time.Second))
+	return fmt.Sprintf("warm-up %v at %.0f creates/s, then %.0f creates/s (latency p50 %v p99 %v), %d of %d delivered, p50 %v p99 %v, %d cut off, %d failed to open, CPU per create (server / etcd / load generator) %s; %s; RSS %.0f MiB with the watchers open (%s); its %d events deleted in %v",
+		r.warmup.elapsed.Round(time.Second), r.warmup.perSecond(), r.creates.perSecond(), r.createP50, r.createP99, r.received, r.expected, r.p50, r.p99, r.cutOff, r.openFailed, r.creates.perCreate(), r.creates.cpu.tail, r.rssBytes/(1<<20), r.memory, r.deleted, r.deleteTime.Round(time.Second))
 }
 
 // ratio is the phase's creates/s over its baseline's, 0 without one.
