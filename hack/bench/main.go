@@ -28,6 +28,7 @@ func main() {
 	flag.IntVar(&cfg.AnchorMaxWatchers, "anchor-max-watchers", cfg.AnchorMaxWatchers, "most watchers put on kube-apiserver (no events watch cache: one etcd watch each)")
 	flag.DurationVar(&cfg.WatchWarmup, "watch-warmup", cfg.WatchWarmup, "create load, not measured, per watcher phase once the watchers are open")
 	flag.DurationVar(&cfg.WatchDuration, "watch-duration", cfg.WatchDuration, "create load measured per watcher phase")
+	flag.Float64Var(&cfg.WatchRate, "watch-rate", cfg.WatchRate, "creates/s the watcher phases are paced at, in all (0: as fast as the writers go); times deliveries on a server that is not saturated")
 	flag.DurationVar(&cfg.DeliveryTimeout, "delivery-timeout", cfg.DeliveryTimeout, "how long events may take to reach their watchers after the load")
 	flag.BoolVar(&cfg.SkipAnchor, "skip-anchor", false, "measure events-apiserver alone (for profiling; no ratios)")
 	flag.StringVar(&cfg.ProfileDir, "profile-dir", "", "write events-apiserver's heap profiles and CPU profiles (fill, lists, each watcher phase, with the generator's) here")

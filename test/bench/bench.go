@@ -64,6 +64,14 @@ type Config struct {
 	// WatchDuration is how long events are created, measured, in a watcher
 	// phase.
 	WatchDuration time.Duration
+	// WatchRate, when above zero, paces the creates of the watcher phases
+	// (and their baselines) at that many per second in all, so that
+	// deliveries are timed on a server that is not saturated: the writers
+	// keep two cores busy, and at saturation a create's latency is mostly
+	// its wait for a CPU (by Little's law, writers divided by the rate).
+	// Zero creates as fast as the writers can, which the creates/s ratios
+	// need.
+	WatchRate float64
 	// DeliveryTimeout is how long, after the creates, events may take to
 	// reach their watchers before they count as missing.
 	DeliveryTimeout time.Duration

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/time/rate"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -398,6 +399,12 @@ func selectiveWatchers(ctx context.Context, cfg Config, t *target, g *generator,
 	opened.Wait()
 	res.openFailed = openFailed.Load()
 
+	// With a rate, the writers take turns at it: at most WatchRate creates
+	// are sent per second, none faster for catching up.
+	pace := func(context.Context) error { return nil }
+	if cfg.WatchRate > 0 {
+		pace = rate.NewLimiter(rate.Limit(cfg.WatchRate), 1).Wait
+	}
 	var k atomic.Int64
 	var createdMu sync.Mutex
 	var created []string // every event of the phase, deleted at its end
@@ -406,6 +413,9 @@ func selectiveWatchers(ctx context.Context, cfg Config, t *target, g *generator,
 	// delivered too, but neither expected nor timed).
 	creates := func(tracked bool) func(ctx context.Context) error {
 		return func(ctx context.Context) error {
+			if err := pace(ctx); err != nil {
+				return err
+			}
 			regarding := ""
 			if watchers > 0 {
 				regarding = names[k.Add(1)%int64(watchers)]
