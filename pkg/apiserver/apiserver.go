@@ -13,16 +13,16 @@ import (
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/utils/clock"
 
-	"github.com/kube-events/events-apiserver/pkg/admission/eventseries"
 	"github.com/kube-events/events-apiserver/pkg/apis/core"
 	corev1 "github.com/kube-events/events-apiserver/pkg/apis/core/v1"
+	"github.com/kube-events/events-apiserver/pkg/apis/eventpolicy"
 	"github.com/kube-events/events-apiserver/pkg/apis/events"
 	eventsv1 "github.com/kube-events/events-apiserver/pkg/apis/events/v1"
 	eventsv1beta1 "github.com/kube-events/events-apiserver/pkg/apis/events/v1beta1"
 	"github.com/kube-events/events-apiserver/pkg/etcdmaint"
 	"github.com/kube-events/events-apiserver/pkg/mirror"
-	eventregistry "github.com/kube-events/events-apiserver/pkg/registry/event"
 	"github.com/kube-events/events-apiserver/pkg/registry/event/series"
+	eventstorage "github.com/kube-events/events-apiserver/pkg/registry/event/storage"
 )
 
 // DefaultEventTTL is how long an event lives after its last write unless
@@ -49,13 +49,15 @@ type ExtraConfig struct {
 	EventTTL time.Duration
 	// SeriesSweeper, when set, runs the series controllers
 	// (pkg/registry/event/series: the state controller and the sweeper)
-	// with these thresholds (those of the EventSeries admission plugin).
-	// Nil when the plugin is disabled: no plugin, no series states to keep.
-	SeriesSweeper *eventseries.Thresholds
+	// with these thresholds of the event policy, which the EventSeries
+	// admission plugin applies too. Nil when the plugin is disabled: no
+	// plugin, no series states to keep.
+	SeriesSweeper *eventpolicy.Series
 	// Fold, when set, makes the store fold isomorphic creates of hot series
-	// (pkg/registry/event Folder); the folded counts still in memory are
-	// written before the server stops. Nil: every create is stored.
-	Fold *eventregistry.FoldConfig
+	// (pkg/registry/event/storage Folder); the folded counts still in
+	// memory are written before the server stops. Nil: every create is
+	// stored.
+	Fold *eventpolicy.Folding
 	// Mirror, when set, copies the events of the kube-apiserver it names
 	// into the store (see pkg/mirror): a controller, run on the elected
 	// replica only.
@@ -82,7 +84,7 @@ type Config struct {
 type EventsServer struct {
 	GenericAPIServer *genericapiserver.GenericAPIServer
 	// Events is the one store behind every served version.
-	Events *eventregistry.REST
+	Events *eventstorage.REST
 }
 
 type completedConfig struct {
@@ -119,16 +121,12 @@ func (c CompletedConfig) New() (*EventsServer, error) {
 		return nil, err
 	}
 
-	store, err := eventregistry.NewREST(Scheme, c.GenericConfig.RESTOptionsGetter, c.ExtraConfig.EventTTL)
+	store, err := eventstorage.NewREST(Scheme, c.GenericConfig.RESTOptionsGetter, c.ExtraConfig.EventTTL, c.ExtraConfig.Fold)
 	if err != nil {
 		return nil, fmt.Errorf("creating the events store: %w", err)
 	}
 
-	if c.ExtraConfig.Fold != nil {
-		folder, err := store.EnableFolding(*c.ExtraConfig.Fold, clock.RealClock{})
-		if err != nil {
-			return nil, err
-		}
+	if folder := store.Folder(); folder != nil {
 		err = genericServer.AddPreShutdownHook("events-fold-flush", func() error {
 			ctx, cancel := context.WithTimeout(context.Background(), foldFlushTimeout)
 			defer cancel()
@@ -184,7 +182,7 @@ func (c CompletedConfig) New() (*EventsServer, error) {
 var _ Controller = &mirror.Mirror{}
 
 // controllers builds the loops the server runs on the elected replica.
-func (c CompletedConfig) controllers(store *eventregistry.REST) ([]Controller, error) {
+func (c CompletedConfig) controllers(store *eventstorage.REST) ([]Controller, error) {
 	var controllers []Controller
 	if c.ExtraConfig.SeriesSweeper != nil {
 		sweeper, err := series.NewSweeper(store, *c.ExtraConfig.SeriesSweeper)

@@ -17,6 +17,7 @@ import (
 	eventsv1 "github.com/kube-events/events-apiserver/pkg/apis/events/v1"
 	eventsv1beta1 "github.com/kube-events/events-apiserver/pkg/apis/events/v1beta1"
 	eventregistry "github.com/kube-events/events-apiserver/pkg/registry/event"
+	eventstorage "github.com/kube-events/events-apiserver/pkg/registry/event/storage"
 )
 
 // The fuzz targets feed arbitrary request bodies and field selectors
@@ -67,7 +68,7 @@ func fuzzDecode(f *testing.F, mediaType string) {
 			strategy.Validate(ctx, event)
 			strategy.Canonicalize(event)
 			strategy.ValidateUpdate(ctx, event, event.DeepCopy())
-			if _, _, err := eventregistry.GetAttrs(event); err != nil {
+			if _, _, err := eventstorage.GetAttrs(event); err != nil {
 				t.Errorf("selectable fields of a decoded event: %v", err)
 			}
 			for _, out := range servedVersions {
@@ -105,7 +106,7 @@ func FuzzFieldSelector(f *testing.F) {
 			if err != nil {
 				continue
 			}
-			predicate := eventregistry.Matcher(labels.Everything(), converted)
+			predicate := eventstorage.Matcher(labels.Everything(), converted)
 			if _, err := predicate.Matches(event); err != nil {
 				t.Errorf("matching %q (%s) against an event: %v", s, gv, err)
 			}

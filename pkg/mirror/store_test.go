@@ -29,7 +29,7 @@ import (
 	"github.com/kube-events/events-apiserver/pkg/apis/core"
 	"github.com/kube-events/events-apiserver/pkg/apiserver"
 	"github.com/kube-events/events-apiserver/pkg/mirror"
-	eventregistry "github.com/kube-events/events-apiserver/pkg/registry/event"
+	eventstorage "github.com/kube-events/events-apiserver/pkg/registry/event/storage"
 	"github.com/kube-events/events-apiserver/test/integration/framework"
 )
 
@@ -53,13 +53,13 @@ func (o restOptions) GetRESTOptions(resource schema.GroupResource, example runti
 	}, nil
 }
 
-func startStore(t *testing.T) *eventregistry.REST {
+func startStore(t *testing.T) *eventstorage.REST {
 	t.Helper()
 	etcd := framework.StartEtcd(t)
 	config := storagebackend.NewDefaultConfig(apiserver.DefaultEtcdPathPrefix, nil)
 	config.Transport.ServerList = etcd.Endpoints
 	factory := apiserver.NewStorageFactory(*config, apiserver.StorageMediaType, compatibility.DefaultBuildEffectiveVersion())
-	store, err := eventregistry.NewREST(apiserver.Scheme, restOptions{factory}, time.Hour)
+	store, err := eventstorage.NewREST(apiserver.Scheme, restOptions{factory}, time.Hour, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +85,7 @@ func upstreamEvent(name, resourceVersion string, count int32) *corev1.Event {
 	}
 }
 
-func stored(t *testing.T, store *eventregistry.REST, name string) *core.Event {
+func stored(t *testing.T, store *eventstorage.REST, name string) *core.Event {
 	t.Helper()
 	obj, err := store.Get(genericapirequest.WithNamespace(context.Background(), "default"), name, &metav1.GetOptions{})
 	if err != nil {
@@ -226,7 +226,7 @@ func TestSyncUpsertsIntoTheStore(t *testing.T) {
 // timeout, as when etcd is briefly unreachable; it records when (on the
 // mirror's clock) each create was attempted.
 type failingStore struct {
-	*eventregistry.REST
+	*eventstorage.REST
 	clock    clock.PassiveClock
 	mu       sync.Mutex
 	failures int         // creates still to fail

@@ -10,15 +10,15 @@ import (
 	"k8s.io/apiserver/pkg/admission"
 	admissionmetrics "k8s.io/apiserver/pkg/admission/metrics"
 	mutatingwebhook "k8s.io/apiserver/pkg/admission/plugin/webhook/mutating"
+	validatingwebhook "k8s.io/apiserver/pkg/admission/plugin/webhook/validating"
 	apiserverinstall "k8s.io/apiserver/pkg/apis/apiserver/install"
 	genericapiserver "k8s.io/apiserver/pkg/server"
-	genericoptions "k8s.io/apiserver/pkg/server/options"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kube-events/events-apiserver/pkg/admission/eventratelimit"
 	"github.com/kube-events/events-apiserver/pkg/admission/eventseries"
-	eventregistry "github.com/kube-events/events-apiserver/pkg/registry/event"
+	"github.com/kube-events/events-apiserver/pkg/apis/eventpolicy"
 )
 
 // standaloneAdmissionPlugins are the admission plugins that need no
@@ -27,28 +27,36 @@ import (
 var standaloneAdmissionPlugins = sets.New(eventratelimit.PluginName, eventseries.PluginName)
 
 // registerAdmissionPlugins registers the events server's own plugins next
-// to the generic ones and turns them on by default. EventRateLimit comes
-// first, so that a write over budget is refused before any other plugin
-// spends work on it. EventSeries comes after
-// the mutating webhooks, so that it defaults the state of the event they
-// produced, and before the validating plugins, which then see that state
-// (mutating plugins all run before validating ones anyway).
-func registerAdmissionPlugins(a *genericoptions.AdmissionOptions) {
-	eventratelimit.Register(a.Plugins)
-	eventseries.Register(a.Plugins)
+// to the generic ones, with the event policy (eventPolicy), and turns them
+// on by default. EventSeries comes after the mutating webhooks, so that it
+// defaults the state of the event they produced, and before the validating
+// plugins, which then see that state (mutating plugins all run before
+// validating ones anyway). EventRateLimit, a validating plugin, comes after
+// the validating steps that run in-process (EventSeries, the validating
+// admission policies), so that a write they refuse costs no token, and
+// before the validating webhooks, so that a write over budget is refused
+// before the server calls out for it.
+func (o *Options) registerAdmissionPlugins() {
+	a := o.Recommended.Admission
+	eventratelimit.Register(a.Plugins, o.eventPolicy)
+	eventseries.Register(a.Plugins, o.eventPolicy)
 	order := make([]string, 0, len(a.RecommendedPluginOrder)+2)
-	order = append(order, eventratelimit.PluginName)
 	for _, name := range a.RecommendedPluginOrder {
-		if name == eventratelimit.PluginName {
+		if name == eventratelimit.PluginName || name == eventseries.PluginName {
 			continue
+		}
+		if name == validatingwebhook.PluginName {
+			order = append(order, eventratelimit.PluginName)
 		}
 		order = append(order, name)
 		if name == mutatingwebhook.PluginName {
 			order = append(order, eventseries.PluginName)
 		}
 	}
-	if !slices.Contains(order, eventseries.PluginName) {
-		order = append(order, eventseries.PluginName)
+	for _, name := range []string{eventseries.PluginName, eventratelimit.PluginName} {
+		if !slices.Contains(order, name) {
+			order = append(order, name)
+		}
 	}
 	a.RecommendedPluginOrder = order
 }
@@ -117,30 +125,22 @@ func (o *Options) applyAdmission(cfg *genericapiserver.RecommendedConfig, kubeCl
 	return nil
 }
 
-// seriesSweeperThresholds are the thresholds of the EventSeries plugin from
-// --admission-control-config-file, for the sweeper; nil when the plugin is
-// not in the admission chain.
-func (o *Options) seriesSweeperThresholds() (*eventseries.Thresholds, error) {
+// seriesThresholds are the series thresholds of the event policy, for the
+// series controllers; nil when the EventSeries plugin is not in the
+// admission chain: no plugin, no series states to keep.
+func (o *Options) seriesThresholds(policy *eventpolicy.EventPolicy) *eventpolicy.Series {
 	if !slices.Contains(o.AdmissionPlugins(), eventseries.PluginName) {
-		return nil, nil
+		return nil
 	}
-	thresholds, err := eventseries.LoadThresholdsFromAdmissionConfigFile(o.Recommended.Admission.ConfigFile)
-	if err != nil {
-		return nil, fmt.Errorf("%s configuration: %w", eventseries.PluginName, err)
-	}
-	return &thresholds, nil
+	return &policy.Series
 }
 
-// foldConfig is the folding configuration of the EventRateLimit plugin from
-// --admission-control-config-file, for the store; nil when the plugin is
-// not in the admission chain or folding is off.
-func (o *Options) foldConfig() (*eventregistry.FoldConfig, error) {
-	if !slices.Contains(o.AdmissionPlugins(), eventratelimit.PluginName) {
-		return nil, nil
+// folding is the folding of the event policy, for the store; nil when
+// folding is off or the EventRateLimit plugin, which bounds the writes
+// folding saves, is not in the admission chain.
+func (o *Options) folding(policy *eventpolicy.EventPolicy) *eventpolicy.Folding {
+	if !policy.Folding.Enabled || !slices.Contains(o.AdmissionPlugins(), eventratelimit.PluginName) {
+		return nil
 	}
-	cfg, err := eventratelimit.LoadFromAdmissionConfigFile(o.Recommended.Admission.ConfigFile)
-	if err != nil {
-		return nil, fmt.Errorf("%s configuration: %w", eventratelimit.PluginName, err)
-	}
-	return cfg.Fold, nil
+	return &policy.Folding
 }

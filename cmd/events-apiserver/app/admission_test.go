@@ -10,30 +10,31 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apiserver/pkg/admission"
 
-	"github.com/kube-events/events-apiserver/pkg/admission/eventseries"
-	eventregistry "github.com/kube-events/events-apiserver/pkg/registry/event"
+	"github.com/kube-events/events-apiserver/pkg/apis/eventpolicy"
+	"github.com/kube-events/events-apiserver/pkg/apis/eventpolicy/load"
 	"github.com/kube-events/events-apiserver/test/freeport"
 )
 
 func TestAdmissionPluginsPerMode(t *testing.T) {
-	delegatedChain := []string{"EventRateLimit", "NamespaceLifecycle", "MutatingAdmissionPolicy", "MutatingAdmissionWebhook",
-		"EventSeries", "ValidatingAdmissionPolicy", "ValidatingAdmissionWebhook"}
+	delegatedChain := []string{"NamespaceLifecycle", "MutatingAdmissionPolicy", "MutatingAdmissionWebhook",
+		"EventSeries", "ValidatingAdmissionPolicy", "EventRateLimit", "ValidatingAdmissionWebhook"}
 	tests := []struct {
 		name    string
 		args    []string
 		want    []string
 		wantErr string
 	}{
-		{name: "standalone: only what needs no kube-apiserver", want: []string{"EventRateLimit", "EventSeries"}},
+		{name: "standalone: only what needs no kube-apiserver", want: []string{"EventSeries", "EventRateLimit"}},
 		{name: "standalone, EventSeries disabled", args: []string{"--disable-admission-plugins=EventSeries"}, want: []string{"EventRateLimit"}},
 		{name: "standalone, both disabled: empty chain", args: []string{"--disable-admission-plugins=EventSeries,EventRateLimit"}},
-		{name: "standalone, disabling a kube plugin is fine", args: []string{"--disable-admission-plugins=NamespaceLifecycle"}, want: []string{"EventRateLimit", "EventSeries"}},
+		{name: "standalone, disabling a kube plugin is fine", args: []string{"--disable-admission-plugins=NamespaceLifecycle"}, want: []string{"EventSeries", "EventRateLimit"}},
 		{name: "standalone, enabling a kube plugin is an error", args: []string{"--enable-admission-plugins=NamespaceLifecycle"},
-			want: []string{"EventRateLimit", "EventSeries"}, wantErr: "--enable-admission-plugins: NamespaceLifecycle needs a kube-apiserver and cannot run standalone"},
-		{name: "standalone, enabling EventSeries is fine", args: []string{"--enable-admission-plugins=EventSeries"}, want: []string{"EventRateLimit", "EventSeries"}},
-		{name: "unknown plugin", args: []string{"--disable-admission-plugins=NoSuchPlugin"}, want: []string{"EventRateLimit", "EventSeries"},
+			want: []string{"EventSeries", "EventRateLimit"}, wantErr: "--enable-admission-plugins: NamespaceLifecycle needs a kube-apiserver and cannot run standalone"},
+		{name: "standalone, enabling EventSeries is fine", args: []string{"--enable-admission-plugins=EventSeries"}, want: []string{"EventSeries", "EventRateLimit"}},
+		{name: "unknown plugin", args: []string{"--disable-admission-plugins=NoSuchPlugin"}, want: []string{"EventSeries", "EventRateLimit"},
 			wantErr: `disable-admission-plugins plugin "NoSuchPlugin" is unknown`},
 		{name: "delegated: the recommended chain with EventRateLimit and EventSeries", args: []string{"--standalone=false"}, want: delegatedChain},
 		{name: "delegated, EventSeries disabled", args: []string{"--standalone=false", "--disable-admission-plugins=EventSeries"},
@@ -87,7 +88,7 @@ plugins:
 `), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	defaultFold := eventregistry.DefaultFoldConfig()
+	defaultPolicy := load.Default()
 	invalidFile := filepath.Join(dir, "invalid.yaml")
 	if err := os.WriteFile(invalidFile, []byte(`apiVersion: apiserver.config.k8s.io/v1
 kind: AdmissionConfiguration
@@ -105,23 +106,23 @@ plugins:
 		name        string
 		args        []string
 		wantAdmits  bool
-		wantSweeper *eventseries.Thresholds
-		wantFold    *eventregistry.FoldConfig
+		wantSweeper *eventpolicy.Series
+		wantFold    *eventpolicy.Folding
 		wantErr     string
 	}{
 		{
 			name:        "default: plugin and sweeper with the default thresholds",
 			wantAdmits:  true,
-			wantFold:    &defaultFold,
-			wantSweeper: &eventseries.Thresholds{FinishAfter: 6 * time.Minute, HeartbeatInterval: 30 * time.Minute, HeartbeatSlack: 6 * time.Minute},
+			wantFold:    &defaultPolicy.Folding,
+			wantSweeper: &defaultPolicy.Series,
 		},
 		{
 			name:       "configuration file: the sweeper gets the plugin's thresholds",
 			args:       []string{"--admission-control-config-file=" + configFile},
 			wantAdmits: true,
-			wantSweeper: &eventseries.Thresholds{FinishAfter: 6 * time.Minute, HeartbeatInterval: 2 * time.Second, HeartbeatSlack: time.Second,
-				SweepInterval: 250 * time.Millisecond},
-			wantFold: &eventregistry.FoldConfig{After: 2, Window: time.Minute, FlushInterval: time.Second, CacheSize: 4096},
+			wantSweeper: &eventpolicy.Series{FinishAfter: duration(6 * time.Minute), HeartbeatInterval: duration(2 * time.Second),
+				HeartbeatSlack: duration(time.Second), SweepInterval: duration(250 * time.Millisecond)},
+			wantFold: &eventpolicy.Folding{Enabled: true, After: 2, Window: duration(time.Minute), FlushInterval: duration(time.Second), CacheSize: 4096},
 		},
 		{
 			name:    "invalid rate limits fail the configuration",
@@ -167,6 +168,9 @@ plugins:
 			if _, ok := chain.(admission.MutationInterface); !ok {
 				t.Fatalf("admission chain %T does not mutate", chain)
 			}
+			if _, ok := chain.(admission.ValidationInterface); !ok {
+				t.Fatalf("admission chain %T does not validate", chain)
+			}
 			for _, op := range []admission.Operation{admission.Create, admission.Update} {
 				if got := chain.Handles(op); got != tt.wantAdmits {
 					t.Errorf("chain handles %s: %v, want %v", op, got, tt.wantAdmits)
@@ -185,3 +189,5 @@ plugins:
 		})
 	}
 }
+
+func duration(d time.Duration) metav1.Duration { return metav1.Duration{Duration: d} }

@@ -104,15 +104,11 @@ func (o *Options) Config() (*apiserver.Config, error) {
 	if err := r.Features.ApplyTo(&cfg.Config, kubeClient, cfg.SharedInformerFactory); err != nil {
 		return nil, err
 	}
+	policy, err := o.eventPolicy()
+	if err != nil {
+		return nil, err
+	}
 	if err := o.applyAdmission(cfg, kubeClient, dynamicClient); err != nil {
-		return nil, err
-	}
-	sweeperThresholds, err := o.seriesSweeperThresholds()
-	if err != nil {
-		return nil, err
-	}
-	fold, err := o.foldConfig()
-	if err != nil {
 		return nil, err
 	}
 	mirrorConfig, err := o.Mirror.config(r.CoreAPI.CoreAPIKubeconfigPath)
@@ -124,9 +120,9 @@ func (o *Options) Config() (*apiserver.Config, error) {
 		GenericConfig: cfg,
 		ExtraConfig: apiserver.ExtraConfig{
 			EventTTL:        o.EventTTL,
-			SeriesSweeper:   sweeperThresholds,
+			SeriesSweeper:   o.seriesThresholds(policy),
 			EtcdMaintenance: o.EtcdMaintenance.config(),
-			Fold:            fold,
+			Fold:            o.folding(policy),
 			Mirror:          mirrorConfig,
 			LeaderElection:  o.LeaderElection.config(),
 		},

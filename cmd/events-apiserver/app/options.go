@@ -19,6 +19,7 @@ import (
 	logsapi "k8s.io/component-base/logs/api/v1"
 
 	corev1 "github.com/kube-events/events-apiserver/pkg/apis/core/v1"
+	"github.com/kube-events/events-apiserver/pkg/apis/eventpolicy"
 	"github.com/kube-events/events-apiserver/pkg/apiserver"
 )
 
@@ -58,8 +59,9 @@ const DefaultDataDir = "events-apiserver-data"
 //     only the enabled plugins that need no kube-apiserver (EventSeries);
 //     the others are left out, and naming one in --enable-admission-plugins
 //     is an error. EventSeries is on by default; while it is enabled, the
-//     server also runs its sweeper, with the thresholds of its entry in the
-//     admission configuration file (see pkg/admission/eventseries).
+//     server also runs its sweeper. The plugins, the store's folding and
+//     the series controllers share one event policy (--event-policy-config,
+//     see eventPolicy).
 type Options struct {
 	// Recommended are the generic API server options: etcd, serving,
 	// authentication, authorization, audit, features, admission...
@@ -74,6 +76,8 @@ type Options struct {
 	DataDir string
 	// EventTTL is how long an event lives after its last write.
 	EventTTL time.Duration
+	// EventPolicyConfig is the file of the event policy (see eventPolicy).
+	EventPolicyConfig string
 	// Standalone, when provided, forces the authentication mode; unset
 	// means decide as described on Options.
 	Standalone cliflag.Tristate
@@ -89,6 +93,9 @@ type Options struct {
 
 	flags     *cliflag.NamedFlagSets
 	completed bool
+	// policy is the event policy once decoded, policyErr why it was not.
+	policy    *eventpolicy.EventPolicy
+	policyErr error
 	ran       bool
 	// standalone and embeddedEtcd are the decisions Complete made.
 	standalone   bool
@@ -112,7 +119,7 @@ func NewOptions() *Options {
 		ready:                make(chan struct{}),
 	}
 	o.Recommended.Etcd.DefaultStorageMediaType = apiserver.StorageMediaType
-	registerAdmissionPlugins(o.Recommended.Admission)
+	o.registerAdmissionPlugins()
 	o.Recommended.SecureServing.BindPort = DefaultSecurePort
 	_, _ = o.ComponentGlobals.ComponentGlobalsOrRegister(basecompatibility.DefaultKubeComponent,
 		kubeEffectiveVersion(), utilfeature.DefaultMutableFeatureGate)
@@ -153,6 +160,9 @@ func (o *Options) Flags() cliflag.NamedFlagSets {
 	fs := fss.FlagSet("events")
 	fs.StringVar(&o.DataDir, "data-dir", o.DataDir, "Directory for the embedded etcd's data, the generated certificates and the admin kubeconfig. Reused on restart.")
 	fs.DurationVar(&o.EventTTL, "event-ttl", o.EventTTL, "How long an event is kept after its last create or update; whole seconds, at least 1s.")
+	fs.StringVar(&o.EventPolicyConfig, "event-policy-config", o.EventPolicyConfig, "File with the event policy (apiVersion eventpolicy.config.events.k8s.io/v1alpha1, kind EventPolicy): "+
+		"rate limits, folding, series thresholds and sweeping. Unset: the defaults, or the former EventRateLimitConfiguration and EventSeriesConfiguration "+
+		"in the plugins' entries of --admission-control-config-file, which it cannot be combined with.")
 	fs.Var(&o.Standalone, "standalone", "Authenticate with the server's own client CA and authorize with its fixed rule instead of delegating to a kube-apiserver. "+
 		"Defaults to true when none of --authentication-kubeconfig, --authorization-kubeconfig and --kubeconfig is set and the server does not run in a cluster.")
 	fs.Lookup("standalone").NoOptDefVal = "true"

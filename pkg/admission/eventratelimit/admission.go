@@ -5,9 +5,11 @@
 // that refused it and a message naming the limit; unmodified client-go waits
 // that long and retries. Buckets live in bounded LRU caches.
 //
-// Its configuration file also configures the folding of isomorphic creates
-// (pkg/registry/event Folder), which happens in the store: admission cannot
-// turn a create into an update.
+// It is a validating plugin, as kube-apiserver's EventRateLimit is: it
+// charges a write once, after every mutating plugin (and every reinvocation
+// of them) and after the store's own validation, so that a write refused by
+// either costs no token. Its limits are the event policy's
+// (pkg/apis/eventpolicy), which the server decodes once.
 package eventratelimit
 
 import (
@@ -26,7 +28,10 @@ import (
 	"k8s.io/utils/lru"
 
 	"github.com/kube-events/events-apiserver/pkg/apis/core"
+	"github.com/kube-events/events-apiserver/pkg/apis/eventpolicy"
+	"github.com/kube-events/events-apiserver/pkg/apis/eventpolicy/validation"
 	"github.com/kube-events/events-apiserver/pkg/apis/events"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
 // PluginName is the name under which the plugin registers, for
@@ -34,16 +39,17 @@ import (
 // plugins[].name of an admission configuration file.
 const PluginName = "EventRateLimit"
 
-// Register registers the EventRateLimit plugin. Its factory reads an
-// EventRateLimitConfiguration from the admission configuration (nil:
-// defaults).
-func Register(plugins *admission.Plugins) {
-	plugins.Register(PluginName, func(config io.Reader) (admission.Interface, error) {
-		cfg, err := LoadConfiguration(config)
+// Register registers the EventRateLimit plugin with the limits of the
+// policy that policy returns when the admission chain is built: the
+// server's, decoded once, from the plugin's entry in the admission
+// configuration file among others, which the factory therefore ignores.
+func Register(plugins *admission.Plugins, policy func() (*eventpolicy.EventPolicy, error)) {
+	plugins.Register(PluginName, func(io.Reader) (admission.Interface, error) {
+		p, err := policy()
 		if err != nil {
 			return nil, err
 		}
-		return NewPlugin(cfg.Limits, clock.RealClock{})
+		return NewPlugin(p.Limits, clock.RealClock{})
 	})
 }
 
@@ -56,12 +62,12 @@ type Plugin struct {
 	logLimiter *rate.Limiter
 }
 
-var _ admission.MutationInterface = &Plugin{}
+var _ admission.ValidationInterface = &Plugin{}
 
 // NewPlugin returns the plugin enforcing limits, reading the time from clk
 // (clock.RealClock{} outside tests).
-func NewPlugin(limits []Limit, clk clock.PassiveClock) (*Plugin, error) {
-	if errs := (Config{Limits: limits}).Validate(); len(errs) > 0 {
+func NewPlugin(limits []eventpolicy.Limit, clk clock.PassiveClock) (*Plugin, error) {
+	if errs := validation.ValidateLimits(limits, field.NewPath("limits")); len(errs) > 0 {
 		return nil, fmt.Errorf("invalid %s limits: %w", PluginName, errs.ToAggregate())
 	}
 	registerMetrics()
@@ -70,8 +76,8 @@ func NewPlugin(limits []Limit, clk clock.PassiveClock) (*Plugin, error) {
 		clock:      clk,
 		logLimiter: rate.NewLimiter(1, 10),
 	}
-	// Check in the order of limitTypes, whatever the order of the file.
-	for _, limitType := range limitTypes {
+	// Check in the order of LimitTypes, whatever the order of the file.
+	for _, limitType := range eventpolicy.LimitTypes {
 		for _, limit := range limits {
 			if limit.Type == limitType {
 				p.limiters = append(p.limiters, newLimiter(limit))
@@ -81,11 +87,11 @@ func NewPlugin(limits []Limit, clk clock.PassiveClock) (*Plugin, error) {
 	return p, nil
 }
 
-// Admit takes a token from every bucket the write falls in, or refuses it
-// with 429 and takes none. It runs in the mutating phase, first in the
-// chain, so that a refused write costs as little as possible; it changes
-// nothing.
-func (p *Plugin) Admit(ctx context.Context, a admission.Attributes, _ admission.ObjectInterfaces) error {
+// Validate takes a token from every bucket the write falls in, or refuses
+// it with 429 and takes none. It runs once per write, in the validating
+// phase: after the mutating plugins, however often they are reinvoked, and
+// after the validating steps before it.
+func (p *Plugin) Validate(ctx context.Context, a admission.Attributes, _ admission.ObjectInterfaces) error {
 	event, ok := eventOf(a)
 	if !ok {
 		return nil
@@ -136,7 +142,7 @@ func eventOf(a admission.Attributes) (*core.Event, bool) {
 
 // limiter holds the buckets of one limit type.
 type limiter struct {
-	limit Limit
+	limit eventpolicy.Limit
 
 	mu      sync.Mutex // serializes get-or-add of buckets
 	buckets *lru.Cache
@@ -154,9 +160,9 @@ func (b *bucket) firstRefusal() bool {
 	return first
 }
 
-func newLimiter(limit Limit) *limiter {
+func newLimiter(limit eventpolicy.Limit) *limiter {
 	l := &limiter{limit: limit}
-	l.buckets = lru.NewWithEvictionFunc(limit.CacheSize, func(lru.Key, any) {
+	l.buckets = lru.NewWithEvictionFunc(int(limit.CacheSize), func(lru.Key, any) {
 		liveBuckets.WithLabelValues(string(limit.Type)).Dec()
 	})
 	return l
@@ -169,7 +175,7 @@ func (l *limiter) bucket(key string) *bucket {
 	if b, ok := l.buckets.Get(key); ok {
 		return b.(*bucket)
 	}
-	b := &bucket{limiter: rate.NewLimiter(rate.Limit(l.limit.QPS), l.limit.Burst)}
+	b := &bucket{limiter: rate.NewLimiter(rate.Limit(l.limit.QPS), int(l.limit.Burst))}
 	l.buckets.Add(key, b)
 	liveBuckets.WithLabelValues(string(l.limit.Type)).Inc()
 	return b
@@ -179,7 +185,7 @@ func (l *limiter) bucket(key string) *bucket {
 // messages and logs.
 func (l *limiter) keyFor(a admission.Attributes, event *core.Event) (key, describe string) {
 	switch l.limit.Type {
-	case Reporter:
+	case eventpolicy.Reporter:
 		user := ""
 		if info := a.GetUserInfo(); info != nil {
 			user = info.GetName()
@@ -193,7 +199,7 @@ func (l *limiter) keyFor(a admission.Attributes, event *core.Event) (key, descri
 		}
 		return join(user, controller, instance),
 			fmt.Sprintf("reporter (user %q, controller %q, instance %q)", user, controller, instance)
-	case Object:
+	case eventpolicy.Object:
 		ref := event.InvolvedObject
 		return join(a.GetNamespace(), ref.Kind, ref.Namespace, ref.Name, string(ref.UID)),
 			fmt.Sprintf("object %s %s/%s", ref.Kind, ref.Namespace, ref.Name)
@@ -205,4 +211,11 @@ func (l *limiter) keyFor(a admission.Attributes, event *core.Event) (key, descri
 // join makes one key of parts that cannot run into each other.
 func join(parts ...string) string {
 	return strings.Join(parts, "\x00")
+}
+
+// retryAfter is a bucket's delay rounded up to whole seconds, at least 1:
+// Retry-After counts whole seconds, and 0 would mean "now".
+func retryAfter(delay time.Duration) int {
+	seconds := int((delay + time.Second - 1) / time.Second)
+	return max(seconds, 1)
 }

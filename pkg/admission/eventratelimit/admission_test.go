@@ -15,6 +15,7 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/kube-events/events-apiserver/pkg/apis/core"
+	"github.com/kube-events/events-apiserver/pkg/apis/eventpolicy"
 	"github.com/kube-events/events-apiserver/pkg/apis/events"
 )
 
@@ -73,34 +74,34 @@ func TestLimits(t *testing.T) {
 	const burst = 3
 	tests := []struct {
 		name  string
-		limit LimitType
+		limit eventpolicy.LimitType
 		// same falls in the storming bucket; other does not.
 		same, other write
 	}{
-		{"reporter: another instance of the same user and controller", Reporter,
+		{"reporter: another instance of the same user and controller", eventpolicy.Reporter,
 			with(func(w *write) { w.object = "other" }), with(func(w *write) { w.instance = "n2" })},
-		{"reporter: another user with the same controller and instance", Reporter,
+		{"reporter: another user with the same controller and instance", eventpolicy.Reporter,
 			base, with(func(w *write) { w.user = "system:node:n2" })},
-		{"reporter: legacy source.component and host", Reporter,
+		{"reporter: legacy source.component and host", eventpolicy.Reporter,
 			legacy(func(w *write) { w.object = "other" }), legacy(func(w *write) { w.controller = "other" })},
-		{"object: another reporter about the same object", Object,
+		{"object: another reporter about the same object", eventpolicy.Object,
 			with(func(w *write) { w.user = "someone-else" }), with(func(w *write) { w.object = "other" })},
-		{"namespace: another reporter and object in the namespace", Namespace,
+		{"namespace: another reporter and object in the namespace", eventpolicy.Namespace,
 			with(func(w *write) { w.user = "u2"; w.object = "o2" }), with(func(w *write) { w.namespace = "other" })},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			clk := testingclock.NewFakePassiveClock(time.Now())
-			p, err := NewPlugin([]Limit{{Type: tt.limit, QPS: 1, Burst: burst, CacheSize: 10}}, clk)
+			p, err := NewPlugin([]eventpolicy.Limit{{Type: tt.limit, QPS: 1, Burst: burst, CacheSize: 10}}, clk)
 			if err != nil {
 				t.Fatal(err)
 			}
 			for i := range burst {
-				if err := p.Admit(context.Background(), base.attributes(), nil); err != nil {
+				if err := p.Validate(context.Background(), base.attributes(), nil); err != nil {
 					t.Fatalf("write %d within the burst: %v", i, err)
 				}
 			}
-			err = p.Admit(context.Background(), tt.same.attributes(), nil)
+			err = p.Validate(context.Background(), tt.same.attributes(), nil)
 			if !apierrors.IsTooManyRequests(err) {
 				t.Fatalf("write over the burst in the same bucket: got %v, want 429", err)
 			}
@@ -110,11 +111,11 @@ func TestLimits(t *testing.T) {
 			if !strings.Contains(err.Error(), string(tt.limit)) {
 				t.Errorf("message %q does not name the limit %s", err.Error(), tt.limit)
 			}
-			if err := p.Admit(context.Background(), tt.other.attributes(), nil); err != nil {
+			if err := p.Validate(context.Background(), tt.other.attributes(), nil); err != nil {
 				t.Errorf("write in another bucket: %v", err)
 			}
 			clk.SetTime(clk.Now().Add(time.Second))
-			if err := p.Admit(context.Background(), tt.same.attributes(), nil); err != nil {
+			if err := p.Validate(context.Background(), tt.same.attributes(), nil); err != nil {
 				t.Errorf("write after Retry-After: %v", err)
 			}
 		})
@@ -126,16 +127,16 @@ func TestLimits(t *testing.T) {
 // of its namespace.
 func TestRefusalTakesNoTokens(t *testing.T) {
 	clk := testingclock.NewFakePassiveClock(time.Now())
-	p, err := NewPlugin([]Limit{
-		{Type: Namespace, QPS: 1, Burst: 5, CacheSize: 10},
-		{Type: Reporter, QPS: 1, Burst: 2, CacheSize: 10},
+	p, err := NewPlugin([]eventpolicy.Limit{
+		{Type: eventpolicy.Namespace, QPS: 1, Burst: 5, CacheSize: 10},
+		{Type: eventpolicy.Reporter, QPS: 1, Burst: 2, CacheSize: 10},
 	}, clk)
 	if err != nil {
 		t.Fatal(err)
 	}
 	refused := 0
 	for range 100 {
-		if err := p.Admit(context.Background(), base.attributes(), nil); apierrors.IsTooManyRequests(err) {
+		if err := p.Validate(context.Background(), base.attributes(), nil); apierrors.IsTooManyRequests(err) {
 			refused++
 		}
 	}
@@ -144,7 +145,7 @@ func TestRefusalTakesNoTokens(t *testing.T) {
 	}
 	quiet := with(func(w *write) { w.user = "quiet" })
 	for i := range 2 {
-		if err := p.Admit(context.Background(), quiet.attributes(), nil); err != nil {
+		if err := p.Validate(context.Background(), quiet.attributes(), nil); err != nil {
 			t.Errorf("quiet reporter's write %d in the namespace: %v", i, err)
 		}
 	}
@@ -153,15 +154,15 @@ func TestRefusalTakesNoTokens(t *testing.T) {
 // TestRetryAfter is computed from the bucket: how long until a token.
 func TestRetryAfter(t *testing.T) {
 	clk := testingclock.NewFakePassiveClock(time.Now())
-	p, err := NewPlugin([]Limit{{Type: Reporter, QPS: 0.1, Burst: 1, CacheSize: 10}}, clk)
+	p, err := NewPlugin([]eventpolicy.Limit{{Type: eventpolicy.Reporter, QPS: 0.1, Burst: 1, CacheSize: 10}}, clk)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := p.Admit(context.Background(), base.attributes(), nil); err != nil {
+	if err := p.Validate(context.Background(), base.attributes(), nil); err != nil {
 		t.Fatal(err)
 	}
 	clk.SetTime(clk.Now().Add(2500 * time.Millisecond))
-	err = p.Admit(context.Background(), base.attributes(), nil)
+	err = p.Validate(context.Background(), base.attributes(), nil)
 	if seconds, ok := apierrors.SuggestsClientDelay(err); !ok || seconds != 8 {
 		t.Errorf("Retry-After after 2.5s of a 10s refill: got %d (%v), want 8", seconds, ok)
 	}
@@ -171,19 +172,19 @@ func TestRetryAfter(t *testing.T) {
 // and subresources are not limited.
 func TestIgnoresOtherRequests(t *testing.T) {
 	clk := testingclock.NewFakePassiveClock(time.Now())
-	p, err := NewPlugin([]Limit{{Type: Namespace, QPS: 1, Burst: 1, CacheSize: 10}}, clk)
+	p, err := NewPlugin([]eventpolicy.Limit{{Type: eventpolicy.Namespace, QPS: 1, Burst: 1, CacheSize: 10}}, clk)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := p.Admit(context.Background(), with(func(w *write) { w.operation = admission.Update }).attributes(), nil); err != nil {
+	if err := p.Validate(context.Background(), with(func(w *write) { w.operation = admission.Update }).attributes(), nil); err != nil {
 		t.Fatal(err)
 	}
-	if err := p.Admit(context.Background(), base.attributes(), nil); !apierrors.IsTooManyRequests(err) {
+	if err := p.Validate(context.Background(), base.attributes(), nil); !apierrors.IsTooManyRequests(err) {
 		t.Errorf("create after an update used the burst: got %v, want 429", err)
 	}
 	pod := admission.NewAttributesRecord(&core.Event{}, nil, core.Kind("Pod").WithVersion("v1"), "ns", "p",
 		core.Resource("pods").WithVersion("v1"), "", admission.Create, &metav1.CreateOptions{}, false, &user.DefaultInfo{Name: "u"})
-	if err := p.Admit(context.Background(), pod, nil); err != nil {
+	if err := p.Validate(context.Background(), pod, nil); err != nil {
 		t.Errorf("another resource: %v", err)
 	}
 }
@@ -191,12 +192,12 @@ func TestIgnoresOtherRequests(t *testing.T) {
 // TestBucketsBounded: buckets beyond cacheSize are forgotten.
 func TestBucketsBounded(t *testing.T) {
 	clk := testingclock.NewFakePassiveClock(time.Now())
-	p, err := NewPlugin([]Limit{{Type: Object, QPS: 1, Burst: 1, CacheSize: 3}}, clk)
+	p, err := NewPlugin([]eventpolicy.Limit{{Type: eventpolicy.Object, QPS: 1, Burst: 1, CacheSize: 3}}, clk)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, name := range []string{"a", "b", "c", "d", "e"} {
-		if err := p.Admit(context.Background(), with(func(w *write) { w.object = name }).attributes(), nil); err != nil {
+		if err := p.Validate(context.Background(), with(func(w *write) { w.object = name }).attributes(), nil); err != nil {
 			t.Fatal(err)
 		}
 	}

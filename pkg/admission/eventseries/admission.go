@@ -9,7 +9,11 @@ import (
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/utils/clock"
 
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
 	"github.com/kube-events/events-apiserver/pkg/apis/core"
+	"github.com/kube-events/events-apiserver/pkg/apis/eventpolicy"
+	"github.com/kube-events/events-apiserver/pkg/apis/eventpolicy/validation"
 	"github.com/kube-events/events-apiserver/pkg/apis/events"
 )
 
@@ -18,15 +22,17 @@ import (
 // plugins[].name of an admission configuration file.
 const PluginName = "EventSeries"
 
-// Register registers the EventSeries plugin. Its factory reads an
-// EventSeriesConfiguration from the admission configuration (nil: defaults).
-func Register(plugins *admission.Plugins) {
-	plugins.Register(PluginName, func(config io.Reader) (admission.Interface, error) {
-		thresholds, err := LoadConfiguration(config)
+// Register registers the EventSeries plugin with the series thresholds of
+// the policy that policy returns when the admission chain is built: the
+// server's, decoded once, from the plugin's entry in the admission
+// configuration file among others, which the factory therefore ignores.
+func Register(plugins *admission.Plugins, policy func() (*eventpolicy.EventPolicy, error)) {
+	plugins.Register(PluginName, func(io.Reader) (admission.Interface, error) {
+		p, err := policy()
 		if err != nil {
 			return nil, err
 		}
-		return NewPlugin(thresholds, clock.RealClock{})
+		return NewPlugin(p.Series, clock.RealClock{})
 	})
 }
 
@@ -34,7 +40,7 @@ func Register(plugins *admission.Plugins) {
 // in the core group and in events.k8s.io.
 type Plugin struct {
 	*admission.Handler
-	thresholds Thresholds
+	thresholds eventpolicy.Series
 	clock      clock.PassiveClock
 }
 
@@ -45,8 +51,8 @@ var (
 
 // NewPlugin returns the plugin with the given thresholds, reading the time
 // from clk (clock.RealClock{} outside tests).
-func NewPlugin(thresholds Thresholds, clk clock.PassiveClock) (*Plugin, error) {
-	if errs := thresholds.Validate(); len(errs) > 0 {
+func NewPlugin(thresholds eventpolicy.Series, clk clock.PassiveClock) (*Plugin, error) {
+	if errs := validation.ValidateSeries(thresholds, field.NewPath("series")); len(errs) > 0 {
 		return nil, fmt.Errorf("invalid %s thresholds: %w", PluginName, errs.ToAggregate())
 	}
 	return &Plugin{

@@ -16,6 +16,8 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/kube-events/events-apiserver/pkg/apis/core"
+	"github.com/kube-events/events-apiserver/pkg/apis/eventpolicy"
+	"github.com/kube-events/events-apiserver/pkg/apis/eventpolicy/load"
 	"github.com/kube-events/events-apiserver/pkg/apis/events"
 )
 
@@ -83,7 +85,7 @@ func runWrites(t *testing.T, tests []write) {
 	t.Helper()
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			plugin, err := NewPlugin(DefaultThresholds(), clocktesting.NewFakePassiveClock(now))
+			plugin, err := NewPlugin(load.Default().Series, clocktesting.NewFakePassiveClock(now))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -366,7 +368,7 @@ func TestUpdateWithoutClientState(t *testing.T) {
 
 func TestRefusalNamesKindAndEvent(t *testing.T) {
 	const tooEarly = `series.state: Invalid value: "Unknown": may only be set on a series not observed for more than 36m0s (heartbeatInterval 30m0s + heartbeatSlack 6m0s); it was last observed 1m0s ago`
-	plugin, err := NewPlugin(DefaultThresholds(), clocktesting.NewFakePassiveClock(now))
+	plugin, err := NewPlugin(load.Default().Series, clocktesting.NewFakePassiveClock(now))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -386,7 +388,8 @@ func TestRefusalNamesKindAndEvent(t *testing.T) {
 
 func TestCustomThresholds(t *testing.T) {
 	clock := clocktesting.NewFakePassiveClock(now)
-	plugin, err := NewPlugin(Thresholds{FinishAfter: time.Minute, HeartbeatInterval: 5 * time.Minute, HeartbeatSlack: time.Minute}, clock)
+	plugin, err := NewPlugin(eventpolicy.Series{FinishAfter: metav1.Duration{Duration: time.Minute}, HeartbeatInterval: metav1.Duration{Duration: 5 * time.Minute},
+		HeartbeatSlack: metav1.Duration{Duration: time.Minute}, SweepInterval: metav1.Duration{Duration: time.Minute}}, clock)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -407,7 +410,7 @@ func TestCustomThresholds(t *testing.T) {
 }
 
 func TestRequestsNotForEvents(t *testing.T) {
-	plugin, err := NewPlugin(DefaultThresholds(), clocktesting.NewFakePassiveClock(now))
+	plugin, err := NewPlugin(load.Default().Series, clocktesting.NewFakePassiveClock(now))
 	if err != nil {
 		t.Fatal(err)
 	}

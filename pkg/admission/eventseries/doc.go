@@ -5,8 +5,9 @@
 // The rules that do not (content, transitions, Finished is final, identity)
 // are validation's (pkg/apis/core/validation), which every writer meets; the
 // controllers that give states to writes bypassing the API, and mark
-// abandoned series Unknown, are in pkg/registry/event/series and use this
-// package's thresholds and StateOfWrite.
+// abandoned series Unknown, are in pkg/registry/event/series. The plugin and
+// the controllers share the thresholds and the clock-dependent rules of the
+// event policy (pkg/apis/eventpolicy: StateOfWrite, QuietFor).
 //
 // # State for clients that know nothing of it
 //
@@ -32,18 +33,9 @@
 //
 // # Configuration
 //
-// The plugin reads an EventSeriesConfiguration from the admission
-// configuration file (--admission-control-config-file):
-//
-//	apiVersion: apiserver.config.k8s.io/v1
-//	kind: AdmissionConfiguration
-//	plugins:
-//	- name: EventSeries
-//	  configuration:
-//	    apiVersion: eventseries.admission.events.k8s.io/v1alpha1
-//	    kind: EventSeriesConfiguration
-//	    finishAfter: 6m        # default, client-go's finishTime
-//	    heartbeatInterval: 30m # default, client-go's refreshTime
-//	    heartbeatSlack: 6m     # default
-//	    sweepInterval: 1m      # default; how often the server's sweeper runs
+// The thresholds are the series part of the event policy (finishAfter,
+// heartbeatInterval, heartbeatSlack; see pkg/apis/eventpolicy/v1alpha1),
+// which the server decodes once, from --event-policy-config or from the
+// former EventSeriesConfiguration in this plugin's entry of the admission
+// configuration file.
 package eventseries

@@ -12,20 +12,20 @@ import (
 	"k8s.io/apiserver/pkg/util/compatibility"
 
 	"github.com/kube-events/events-apiserver/pkg/apiserver"
-	eventregistry "github.com/kube-events/events-apiserver/pkg/registry/event"
+	eventstorage "github.com/kube-events/events-apiserver/pkg/registry/event/storage"
 )
 
 // StartEventStore returns the server's events store (registry, strategy,
 // TTL, watch cache) on a real etcd of the envtest assets, without the rest
 // of the server, for tests of in-process writers and watchers; it is
 // destroyed when the test ends.
-func StartEventStore(t testing.TB) *eventregistry.REST {
+func StartEventStore(t testing.TB) *eventstorage.REST {
 	t.Helper()
 	etcd := StartEtcd(t)
 	config := storagebackend.NewDefaultConfig(apiserver.DefaultEtcdPathPrefix, nil)
 	config.Transport.ServerList = etcd.Endpoints
 	factory := apiserver.NewStorageFactory(*config, apiserver.StorageMediaType, compatibility.DefaultBuildEffectiveVersion())
-	store, err := eventregistry.NewREST(apiserver.Scheme, storeRESTOptions{factory}, time.Hour)
+	store, err := eventstorage.NewREST(apiserver.Scheme, storeRESTOptions{factory}, time.Hour, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,7 +20,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	eventregistry "github.com/kube-events/events-apiserver/pkg/registry/event"
+	policyv1alpha1 "github.com/kube-events/events-apiserver/pkg/apis/eventpolicy/v1alpha1"
 	"github.com/kube-events/events-apiserver/test/integration/framework"
 )
 
@@ -198,7 +198,7 @@ func runStorm(b *testing.B, withStorm bool) stormResult {
 	if withStorm {
 		// The folded counts still in memory are written within one
 		// flush interval: count those writes too.
-		time.Sleep(eventregistry.DefaultFoldFlushInterval + 2*time.Second)
+		time.Sleep(policyv1alpha1.DefaultFoldFlushInterval + 2*time.Second)
 	}
 	watcher.Stop()
 	<-watchDone

@@ -16,10 +16,11 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
-	"github.com/kube-events/events-apiserver/pkg/admission/eventseries"
 	"github.com/kube-events/events-apiserver/pkg/apis/core"
 	corev1 "github.com/kube-events/events-apiserver/pkg/apis/core/v1"
+	"github.com/kube-events/events-apiserver/pkg/apis/eventpolicy"
 	eventregistry "github.com/kube-events/events-apiserver/pkg/registry/event"
+	eventstorage "github.com/kube-events/events-apiserver/pkg/registry/event/storage"
 )
 
 // controllerWorkers is how many events the controller writes at once.
@@ -53,14 +54,14 @@ const pollInterval = time.Second
 // the delivery to 10,000 watchers by up to 200 ms. An indexed list reads
 // the stateless series alone: nothing, when no writer bypasses our API.
 type StateController struct {
-	events     *eventregistry.REST
-	thresholds eventseries.Thresholds
+	events     *eventstorage.REST
+	thresholds eventpolicy.Series
 	clock      clock.PassiveClock
 }
 
 // NewStateController returns the controller over events, with the
-// plugin's thresholds.
-func NewStateController(events *eventregistry.REST, thresholds eventseries.Thresholds, clk clock.PassiveClock) *StateController {
+// policy's series thresholds.
+func NewStateController(events *eventstorage.REST, thresholds eventpolicy.Series, clk clock.PassiveClock) *StateController {
 	return &StateController{events: events, thresholds: thresholds, clock: clk}
 }
 
@@ -71,7 +72,7 @@ func (*StateController) Name() string { return "series-state" }
 // each, until ctx ends; it returns once its writes ended.
 func (c *StateController) Run(ctx context.Context) {
 	logger := klog.FromContext(ctx)
-	logger.Info("Giving a state to event series stored without one", "finishAfter", c.thresholds.FinishAfter, "every", pollInterval)
+	logger.Info("Giving a state to event series stored without one", "finishAfter", c.thresholds.FinishAfter.Duration, "every", pollInterval)
 	queue := workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[types.NamespacedName](),
 		workqueue.TypedRateLimitingQueueConfig[types.NamespacedName]{Name: "events_apiserver_series_state"})
 	var wg sync.WaitGroup
@@ -91,7 +92,7 @@ func (c *StateController) Run(ctx context.Context) {
 }
 
 // stateless selects the series stored without a state.
-var stateless = fields.OneTermEqualSelector(eventregistry.FieldStatelessSeries, "true")
+var stateless = fields.OneTermEqualSelector(eventstorage.FieldStatelessSeries, "true")
 
 // enqueueStateless queues every series stored without a state (the list's
 // selector picks them; sync checks each again as it reads it); the queue
@@ -143,12 +144,12 @@ func (c *StateController) sync(ctx context.Context, key types.NamespacedName) er
 	if !ok {
 		return fmt.Errorf("getting event %s returned %T", key, obj)
 	}
-	if !eventregistry.IsStatelessSeries(event) {
+	if !eventstorage.IsStatelessSeries(event) {
 		return nil
 	}
 	updated := event.DeepCopy()
 	// The stored state is gone: judge the write alone.
-	updated.Series.State = eventseries.StateOfWrite(updated.Series, "", c.clock.Now(), c.thresholds)
+	updated.Series.State = c.thresholds.StateOfWrite(updated.Series, "", c.clock.Now())
 	_, _, err = c.events.Update(ctx, key.Name, rest.DefaultUpdatedObjectInfo(updated),
 		rest.ValidateAllObjectFunc, rest.ValidateAllObjectUpdateFunc, false, &metav1.UpdateOptions{})
 	if apierrors.IsNotFound(err) {

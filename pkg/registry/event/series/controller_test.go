@@ -14,9 +14,9 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/utils/clock"
 
-	"github.com/kube-events/events-apiserver/pkg/admission/eventseries"
 	"github.com/kube-events/events-apiserver/pkg/apis/core"
 	ourcorev1 "github.com/kube-events/events-apiserver/pkg/apis/core/v1"
+	"github.com/kube-events/events-apiserver/pkg/apis/eventpolicy/load"
 	"github.com/kube-events/events-apiserver/pkg/apiserver"
 	"github.com/kube-events/events-apiserver/pkg/mirror"
 	eventregistry "github.com/kube-events/events-apiserver/pkg/registry/event"
@@ -46,7 +46,7 @@ func upstreamSeries(name string, lastObserved time.Time) *corev1.Event {
 // the state a write through our API gets.
 func TestMirroredSeriesGetStates(t *testing.T) {
 	store := framework.StartEventStore(t)
-	thresholds := eventseries.DefaultThresholds()
+	thresholds := load.Default().Series
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan struct{})
 	go func() {
@@ -63,7 +63,7 @@ func TestMirroredSeriesGetStates(t *testing.T) {
 		want     core.EventSeriesState
 	}{
 		{"a series kept alive reads Ongoing", upstreamSeries("alive", now), core.EventSeriesStateOngoing},
-		{"the reporter's final write finishes it", upstreamSeries("final", now.Add(-2*thresholds.FinishAfter)), core.EventSeriesStateFinished},
+		{"the reporter's final write finishes it", upstreamSeries("final", now.Add(-2*thresholds.FinishAfter.Duration)), core.EventSeriesStateFinished},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if _, err := m.Sync(t.Context(), tc.upstream); err != nil {
@@ -94,7 +94,7 @@ func TestMirroredSeriesGetStates(t *testing.T) {
 // leaves the rest alone.
 func TestSweepOnTheStore(t *testing.T) {
 	store := framework.StartEventStore(t)
-	thresholds := eventseries.DefaultThresholds()
+	thresholds := load.Default().Series
 	ctx := eventregistry.InternalWriteContext(t.Context(), "default", ourcorev1.SchemeGroupVersion)
 	now := time.Now()
 	event := func(name string, series *core.EventSeries) *core.Event {

@@ -6,5 +6,6 @@
 // on one replica at a time, and write through the registry store with
 // event.InternalWriteContext, so that the strategy judges their writes as it
 // judges a client's. The clock-dependent rules they apply, and their
-// thresholds, are the EventSeries plugin's (pkg/admission/eventseries).
+// thresholds, are the event policy's (pkg/apis/eventpolicy), which the
+// EventSeries admission plugin applies too.
 package series

@@ -10,27 +10,27 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/registry/rest"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
-	"github.com/kube-events/events-apiserver/pkg/admission/eventseries"
 	"github.com/kube-events/events-apiserver/pkg/apis/core"
 	corev1 "github.com/kube-events/events-apiserver/pkg/apis/core/v1"
 	"github.com/kube-events/events-apiserver/pkg/apis/core/validation"
+	"github.com/kube-events/events-apiserver/pkg/apis/eventpolicy"
+	policyvalidation "github.com/kube-events/events-apiserver/pkg/apis/eventpolicy/validation"
 	eventconversion "github.com/kube-events/events-apiserver/pkg/conversion"
 	eventregistry "github.com/kube-events/events-apiserver/pkg/registry/event"
+	eventstorage "github.com/kube-events/events-apiserver/pkg/registry/event/storage"
 )
 
-// DefaultSweepInterval is how often the sweeper runs unless configured
-// (sweepInterval): the delay between a series becoming abandoned and it
-// being marked Unknown.
-const DefaultSweepInterval = time.Minute
-
-// maxAttemptsPerEvent bounds how often the sweeper re-reads an event that
-// keeps changing under it before giving up on it until the next sweep.
-const maxAttemptsPerEvent = 5
+// conflictRetry bounds how often the sweeper writes an event that keeps
+// changing under it (re-reading it in between) before giving up on it until
+// the next sweep: client-go's default, five writes 10 ms apart.
+var conflictRetry = retry.DefaultRetry
 
 // The sweeper and the state controller read the series they look after
 // with one list per selector, without a limit, so that the watch cache
@@ -41,7 +41,7 @@ const maxAttemptsPerEvent = 5
 // cached, a sweep every minute read all of them through etcd.
 
 // listEvents lists the events of all namespaces that selector selects.
-func listEvents(ctx context.Context, events *eventregistry.REST, selector fields.Selector) (*core.EventList, error) {
+func listEvents(ctx context.Context, events *eventstorage.REST, selector fields.Selector) (*core.EventList, error) {
 	ctx = genericapirequest.WithNamespace(ctx, metav1.NamespaceAll)
 	obj, err := events.List(ctx, &metainternalversion.ListOptions{FieldSelector: selector})
 	if err != nil {
@@ -71,33 +71,30 @@ type SeriesStore interface {
 }
 
 // Sweeper marks Unknown the Ongoing series whose reporters went silent: no
-// heartbeat for longer than heartbeatInterval+heartbeatSlack, the test the
-// EventSeries plugin applies to a write that sets Unknown. It never
+// heartbeat for longer than heartbeatInterval+heartbeatSlack (the event
+// policy's series thresholds), the test the EventSeries plugin applies to a
+// write that sets Unknown. It never
 // finishes a series; only its reporter knows that it ended. It works with
 // optimistic concurrency and re-checks an event after a conflict, so a
 // heartbeat that lands first keeps its series Ongoing.
 type Sweeper struct {
 	store      SeriesStore
-	thresholds eventseries.Thresholds
+	thresholds eventpolicy.Series
 	interval   time.Duration
 	clock      clock.WithTicker
 }
 
-// NewSweeper returns the sweeper of the events store, with the plugin's
-// thresholds (sweeping every SweepInterval, DefaultSweepInterval if zero).
-func NewSweeper(events *eventregistry.REST, thresholds eventseries.Thresholds) (*Sweeper, error) {
+// NewSweeper returns the sweeper of the events store, with the policy's
+// series thresholds (sweeping every SweepInterval).
+func NewSweeper(events *eventstorage.REST, thresholds eventpolicy.Series) (*Sweeper, error) {
 	return newSweeper(registryStore{events: events}, thresholds, clock.RealClock{})
 }
 
-func newSweeper(store SeriesStore, thresholds eventseries.Thresholds, clk clock.WithTicker) (*Sweeper, error) {
-	if errs := thresholds.Validate(); len(errs) > 0 {
-		return nil, fmt.Errorf("invalid %s thresholds: %w", eventseries.PluginName, errs.ToAggregate())
+func newSweeper(store SeriesStore, thresholds eventpolicy.Series, clk clock.WithTicker) (*Sweeper, error) {
+	if errs := policyvalidation.ValidateSeries(thresholds, field.NewPath("series")); len(errs) > 0 {
+		return nil, fmt.Errorf("invalid series thresholds: %w", errs.ToAggregate())
 	}
-	interval := thresholds.SweepInterval
-	if interval <= 0 {
-		interval = DefaultSweepInterval
-	}
-	return &Sweeper{store: store, thresholds: thresholds, interval: interval, clock: clk}, nil
+	return &Sweeper{store: store, thresholds: thresholds, interval: thresholds.SweepInterval.Duration, clock: clk}, nil
 }
 
 // Name is the sweeper's name in logs.
@@ -157,36 +154,40 @@ func (s *Sweeper) Sweep(ctx context.Context) (int, error) {
 func (s *Sweeper) abandoned(event *core.Event) bool {
 	return event.Series != nil &&
 		validation.EffectiveSeriesState(event.Series.State) == core.EventSeriesStateOngoing &&
-		eventseries.QuietFor(event.Series, s.clock.Now(), s.thresholds.AbandonedAfter())
+		eventpolicy.QuietFor(event.Series, s.clock.Now(), s.thresholds.AbandonedAfter())
 }
 
 // markUnknown writes Unknown into event's series. On a conflict it re-reads
 // the event and writes again only if it is still abandoned: a heartbeat that
 // came in between keeps the series Ongoing.
 func (s *Sweeper) markUnknown(ctx context.Context, event *core.Event) (bool, error) {
-	for attempt := 1; ; attempt++ {
+	marked, writes := false, 0
+	err := retry.RetryOnConflict(conflictRetry, func() error {
+		if writes > 0 {
+			current, err := s.store.GetEvent(ctx, event.Namespace, event.Name)
+			if apierrors.IsNotFound(err) {
+				return nil
+			}
+			if err != nil {
+				return fmt.Errorf("re-reading after a conflict: %w", err)
+			}
+			if !s.abandoned(current) {
+				return nil
+			}
+			event = current
+		}
+		writes++
 		err := s.store.UpdateSeriesState(ctx, event, core.EventSeriesStateUnknown)
-		switch {
-		case err == nil:
-			return true, nil
-		case apierrors.IsNotFound(err):
-			return false, nil
-		case !apierrors.IsConflict(err):
-			return false, err
-		case attempt >= maxAttemptsPerEvent:
-			return false, fmt.Errorf("gave up after %d conflicting writes: %w", attempt, err)
-		}
-		event, err = s.store.GetEvent(ctx, event.Namespace, event.Name)
 		if apierrors.IsNotFound(err) {
-			return false, nil
+			return nil
 		}
-		if err != nil {
-			return false, fmt.Errorf("re-reading after a conflict: %w", err)
-		}
-		if !s.abandoned(event) {
-			return false, nil
-		}
+		marked = err == nil
+		return err
+	})
+	if apierrors.IsConflict(err) {
+		return false, fmt.Errorf("gave up after %d conflicting writes: %w", writes, err)
 	}
+	return marked, err
 }
 
 // registryStore is the sweeper's SeriesStore: the registry store, used
@@ -196,7 +197,7 @@ func (s *Sweeper) markUnknown(ctx context.Context, event *core.Event) (bool, err
 // itself). Like every write, it renews the event's TTL, so a series marked
 // Unknown stays visible for a full TTL.
 type registryStore struct {
-	events *eventregistry.REST
+	events *eventstorage.REST
 }
 
 var _ SeriesStore = registryStore{}

@@ -15,10 +15,11 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	clocktesting "k8s.io/utils/clock/testing"
 
-	"github.com/kube-events/events-apiserver/pkg/admission/eventseries"
 	"github.com/kube-events/events-apiserver/pkg/apis/core"
 	corev1 "github.com/kube-events/events-apiserver/pkg/apis/core/v1"
 	"github.com/kube-events/events-apiserver/pkg/apis/core/validation"
+	"github.com/kube-events/events-apiserver/pkg/apis/eventpolicy"
+	"github.com/kube-events/events-apiserver/pkg/apis/eventpolicy/load"
 	"github.com/kube-events/events-apiserver/pkg/apis/events"
 )
 
@@ -30,6 +31,8 @@ const (
 
 // now is the fake clock's time in every sweeper test.
 var now = time.Date(2026, time.May, 1, 12, 0, 0, 0, time.UTC)
+
+func duration(d time.Duration) metav1.Duration { return metav1.Duration{Duration: d} }
 
 func ago(d time.Duration) metav1.MicroTime {
 	return metav1.NewMicroTime(now.Add(-d))
@@ -181,7 +184,7 @@ func TestSweep(t *testing.T) {
 	}
 	tests := []struct {
 		name       string
-		thresholds eventseries.Thresholds
+		thresholds eventpolicy.Series
 		events     []*core.Event
 		setup      func(*memoryStore)
 		wantMarked int
@@ -209,7 +212,7 @@ func TestSweep(t *testing.T) {
 		},
 		{
 			name:       "configured thresholds",
-			thresholds: eventseries.Thresholds{FinishAfter: time.Minute, HeartbeatInterval: 10 * time.Minute, HeartbeatSlack: time.Minute},
+			thresholds: eventpolicy.Series{FinishAfter: duration(time.Minute), HeartbeatInterval: duration(10 * time.Minute), HeartbeatSlack: duration(time.Minute), SweepInterval: duration(time.Minute)},
 			events: []*core.Event{
 				stored("abandoned", series(9, 12*time.Minute, ongoing)),
 				stored("quiet", series(9, 10*time.Minute+30*time.Second, ongoing)),
@@ -306,8 +309,8 @@ func TestSweep(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			thresholds := tc.thresholds
-			if thresholds == (eventseries.Thresholds{}) {
-				thresholds = eventseries.DefaultThresholds()
+			if thresholds == (eventpolicy.Series{}) {
+				thresholds = load.Default().Series
 			}
 			clock := clocktesting.NewFakeClock(now)
 			store := newMemoryStore(t, tc.events...)
@@ -344,8 +347,8 @@ func TestSweep(t *testing.T) {
 func TestSweeperRun(t *testing.T) {
 	clock := clocktesting.NewFakeClock(now)
 	store := newMemoryStore(t, stored("crashloop", series(9, 35*time.Minute, ongoing)))
-	thresholds := eventseries.DefaultThresholds()
-	thresholds.SweepInterval = time.Minute
+	thresholds := load.Default().Series
+	thresholds.SweepInterval = duration(time.Minute)
 	sweeper, err := newSweeper(store, thresholds, clock)
 	if err != nil {
 		t.Fatal(err)
@@ -389,7 +392,7 @@ func TestSweeperRun(t *testing.T) {
 }
 
 func TestNewSweeperRejectsInvalidThresholds(t *testing.T) {
-	_, err := newSweeper(nil, eventseries.Thresholds{FinishAfter: time.Minute, HeartbeatInterval: time.Minute, HeartbeatSlack: -time.Minute}, clocktesting.NewFakeClock(now))
+	_, err := newSweeper(nil, eventpolicy.Series{FinishAfter: duration(time.Minute), HeartbeatInterval: duration(time.Minute), HeartbeatSlack: duration(-time.Minute), SweepInterval: duration(time.Minute)}, clocktesting.NewFakeClock(now))
 	if err == nil || !strings.Contains(err.Error(), "heartbeatSlack") {
 		t.Errorf("got %v, want an error about heartbeatSlack", err)
 	}

@@ -1,4 +1,4 @@
-package event
+package storage
 
 import (
 	"sync"
@@ -7,6 +7,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apiserver/pkg/registry/generic"
+	"k8s.io/apiserver/pkg/storage"
+	"k8s.io/apiserver/pkg/storage/storagebackend"
+	"k8s.io/apiserver/pkg/storage/storagebackend/factory"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/kube-events/events-apiserver/pkg/apis/core"
 )
@@ -122,14 +126,16 @@ func (c internCodec) Decode(data []byte, defaults *schema.GroupVersionKind, into
 	return obj, kind, err
 }
 
-// internedStorage is a RESTOptionsGetter whose store decodes events through
-// an internCodec.
-type internedStorage struct {
+// eventStorage is a RESTOptionsGetter whose store decodes events through an
+// internCodec and, with a folder, folds creates in its storage
+// (foldingStorage): between the registry store and the watch cache.
+type eventStorage struct {
 	generic.RESTOptionsGetter
-	table *stringTable
+	table  *stringTable
+	folder *Folder
 }
 
-func (g internedStorage) GetRESTOptions(resource schema.GroupResource, example runtime.Object) (generic.RESTOptions, error) {
+func (g eventStorage) GetRESTOptions(resource schema.GroupResource, example runtime.Object) (generic.RESTOptions, error) {
 	options, err := g.RESTOptionsGetter.GetRESTOptions(resource, example)
 	if err != nil || options.StorageConfig == nil {
 		return options, err
@@ -137,5 +143,17 @@ func (g internedStorage) GetRESTOptions(resource schema.GroupResource, example r
 	storageConfig := *options.StorageConfig
 	storageConfig.Codec = internCodec{Codec: storageConfig.Codec, table: g.table}
 	options.StorageConfig = &storageConfig
+	if g.folder != nil {
+		decorator := options.Decorator
+		options.Decorator = func(config *storagebackend.ConfigForResource, resourcePrefix string, keyFunc func(obj runtime.Object) (string, error),
+			newFunc, newListFunc func() runtime.Object, getAttrs storage.AttrFunc, trigger storage.IndexerFuncs, indexers *cache.Indexers,
+		) (storage.Interface, factory.DestroyFunc, error) {
+			s, destroy, err := decorator(config, resourcePrefix, keyFunc, newFunc, newListFunc, getAttrs, trigger, indexers)
+			if err != nil {
+				return nil, nil, err
+			}
+			return foldingStorage{Interface: s, folder: g.folder}, destroy, nil
+		}
+	}
 	return options, nil
 }

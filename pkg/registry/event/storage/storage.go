@@ -1,4 +1,10 @@
-package event
+// Package storage is the etcd-backed store of events: the registry store
+// with a TTL, its storage codec that interns repeating strings, the packed
+// selectable field sets and indexes of the watch cache, the folding of
+// isomorphic creates, and the context of the server's own writes. One store
+// serves core/v1, events.k8s.io/v1beta1 and events.k8s.io/v1; its strategy
+// is pkg/registry/event's.
+package storage
 
 import (
 	"fmt"
@@ -9,16 +15,20 @@ import (
 	genericregistry "k8s.io/apiserver/pkg/registry/generic/registry"
 	"k8s.io/apiserver/pkg/registry/rest"
 
+	"k8s.io/utils/clock"
+
 	"github.com/kube-events/events-apiserver/pkg/apis/core"
+	"github.com/kube-events/events-apiserver/pkg/apis/eventpolicy"
+	eventregistry "github.com/kube-events/events-apiserver/pkg/registry/event"
 )
 
 // REST is the events store: a generic registry store of the internal Event,
 // keyed and encoded as core/v1 events, in which every create and update
-// puts the object under an etcd lease of the configured TTL.
+// puts the object under an etcd lease of the configured TTL, and whose
+// storage folds isomorphic creates of hot series when folding is on.
 type REST struct {
 	*genericregistry.Store
-	// folder, when set, folds isomorphic creates of hot series; see
-	// EnableFolding.
+	// folder folds isomorphic creates; nil when folding is off.
 	folder *Folder
 }
 
@@ -31,12 +41,25 @@ var (
 // NewREST returns the events store. ttl is how long an event lives after its
 // last write (kube-apiserver's --event-ttl); it is rounded down to whole
 // seconds, the granularity of etcd leases, and must be at least a second.
-func NewREST(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, ttl time.Duration) (*REST, error) {
+// folding, when set, makes the store fold isomorphic creates of hot series
+// (Folder); the server must run the store's Folder, whose end writes the
+// folded counts still in memory.
+func NewREST(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, ttl time.Duration, folding *eventpolicy.Folding) (*REST, error) {
+	return newREST(scheme, optsGetter, ttl, folding, clock.RealClock{})
+}
+
+func newREST(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, ttl time.Duration, folding *eventpolicy.Folding, clk clock.WithDelayedExecution) (*REST, error) {
 	ttlFunc, err := TTLFunc(ttl)
 	if err != nil {
 		return nil, err
 	}
-	strategy := NewStrategy(scheme)
+	var folder *Folder
+	if folding != nil {
+		if folder, err = newFolder(*folding, clk); err != nil {
+			return nil, err
+		}
+	}
+	strategy := eventregistry.NewStrategy(scheme)
 	store := &genericregistry.Store{
 		NewFunc:                   func() runtime.Object { return &core.Event{} },
 		NewListFunc:               func() runtime.Object { return &core.EventList{} },
@@ -49,11 +72,11 @@ func NewREST(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, ttl t
 		UpdateStrategy: strategy,
 		DeleteStrategy: strategy,
 
-		TableConvertor: TableConvertor{},
+		TableConvertor: eventregistry.TableConvertor{},
 	}
 	table := newStringTable()
 	options := &generic.StoreOptions{
-		RESTOptions: internedStorage{RESTOptionsGetter: optsGetter, table: table},
+		RESTOptions: eventStorage{RESTOptionsGetter: optsGetter, table: table, folder: folder},
 		AttrFunc:    newAttrFunc(table),
 		Indexers:    Indexers(),
 		TriggerFunc: TriggerFuncs(),
@@ -61,8 +84,14 @@ func NewREST(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, ttl t
 	if err := store.CompleteWithOptions(options); err != nil {
 		return nil, err
 	}
-	return &REST{Store: store}, nil
+	if folder != nil {
+		folder.store = store
+	}
+	return &REST{Store: store, folder: folder}, nil
 }
+
+// Folder is the store's folder, nil when folding is off.
+func (r *REST) Folder() *Folder { return r.folder }
 
 // TTLFunc returns the store's TTLFunc: every create and every update
 // (including patches and the legacy recorder's count bumps) renews the

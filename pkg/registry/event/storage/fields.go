@@ -1,9 +1,13 @@
-package event
+package storage
 
 import (
 	"encoding/binary"
+	"fmt"
 
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apiserver/pkg/storage"
 
 	"github.com/kube-events/events-apiserver/pkg/apis/core"
 	eventconversion "github.com/kube-events/events-apiserver/pkg/conversion"
@@ -248,4 +252,39 @@ func (s packedSelector) Transform(fn fields.TransformFunc) (fields.Selector, err
 // DeepCopySelector keeps the copy reading packed sets.
 func (s packedSelector) DeepCopySelector() fields.Selector {
 	return packedSelector{s.Selector.DeepCopySelector()}
+}
+
+// GetAttrs returns the labels and selectable fields of an event, for list
+// and watch filtering alike. The fields are packed (see packFields): only
+// the selectors Matcher builds read them.
+func GetAttrs(obj runtime.Object) (labels.Set, fields.Set, error) {
+	return attrs(obj, nil)
+}
+
+// newAttrFunc returns GetAttrs for the watch cache, which keeps the field
+// set of every cached event: events with the same packed values share one
+// copy of them, kept in table.
+func newAttrFunc(table *stringTable) storage.AttrFunc {
+	return func(obj runtime.Object) (labels.Set, fields.Set, error) {
+		return attrs(obj, table)
+	}
+}
+
+func attrs(obj runtime.Object, table *stringTable) (labels.Set, fields.Set, error) {
+	event, ok := obj.(*core.Event)
+	if !ok {
+		return nil, nil, fmt.Errorf("not an event: %T", obj)
+	}
+	return labels.Set(event.Labels), packFields(event, table), nil
+}
+
+// Matcher returns the selection predicate for a label and a field selector,
+// whose labels have already been converted to the canonical core/v1 names.
+// Its IndexFields let the watch cache serve an exact match on an indexed
+// field from the index (see Indexers).
+func Matcher(label labels.Selector, field fields.Selector) storage.SelectionPredicate {
+	if field == nil {
+		field = fields.Everything()
+	}
+	return storage.SelectionPredicate{Label: label, Field: packedSelector{field}, GetAttrs: GetAttrs, IndexFields: indexedFields}
 }

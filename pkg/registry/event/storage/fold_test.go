@@ -1,4 +1,4 @@
-package event_test
+package storage_test
 
 import (
 	"context"
@@ -16,11 +16,13 @@ import (
 	"k8s.io/apiserver/pkg/registry/rest"
 	etcd3testing "k8s.io/apiserver/pkg/storage/etcd3/testing"
 	"k8s.io/apiserver/pkg/util/compatibility"
+	"k8s.io/utils/clock"
 	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/kube-events/events-apiserver/pkg/apis/core"
+	"github.com/kube-events/events-apiserver/pkg/apis/eventpolicy"
 	"github.com/kube-events/events-apiserver/pkg/apiserver"
-	eventregistry "github.com/kube-events/events-apiserver/pkg/registry/event"
+	eventstorage "github.com/kube-events/events-apiserver/pkg/registry/event/storage"
 )
 
 type restOptionsGetter generic.RESTOptions
@@ -29,8 +31,9 @@ func (o restOptionsGetter) GetRESTOptions(schema.GroupResource, runtime.Object) 
 	return generic.RESTOptions(o), nil
 }
 
-// newStore is the events store on a fresh etcd.
-func newStore(t *testing.T) *eventregistry.REST {
+// newStore is the events store on a fresh etcd, folding with folding (nil:
+// no folding) on clk.
+func newStore(t *testing.T, folding *eventpolicy.Folding, clk clock.WithDelayedExecution) *eventstorage.REST {
 	t.Helper()
 	server, config := etcd3testing.NewUnsecuredEtcd3TestClientServer(t)
 	t.Cleanup(func() { server.Terminate(t) })
@@ -39,14 +42,20 @@ func newStore(t *testing.T) *eventregistry.REST {
 	if err != nil {
 		t.Fatal(err)
 	}
-	store, err := eventregistry.NewREST(apiserver.Scheme, restOptionsGetter{
+	store, err := eventstorage.NewRESTWithClock(apiserver.Scheme, restOptionsGetter{
 		StorageConfig: resourceConfig, Decorator: generic.UndecoratedStorage, ResourcePrefix: "events", DeleteCollectionWorkers: 1,
-	}, time.Hour)
+	}, time.Hour, folding, clk)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(store.DestroyFunc)
 	return store
+}
+
+// folding is a folding policy.
+func folding(after int32, window, flushInterval time.Duration, cacheSize int32) *eventpolicy.Folding {
+	return &eventpolicy.Folding{Enabled: true, After: after, Window: metav1.Duration{Duration: window},
+		FlushInterval: metav1.Duration{Duration: flushInterval}, CacheSize: cacheSize}
 }
 
 // coreV1Context is the context of a core/v1 request in namespace ns.
@@ -71,12 +80,9 @@ func occurrence(i int) *core.Event {
 // creates are answered with the live event and written at most once per
 // flush interval; a shutdown flush writes what is pending.
 func TestFoldBoundsWrites(t *testing.T) {
-	store := newStore(t)
 	clk := testingclock.NewFakeClock(time.Now())
-	folder, err := store.EnableFolding(eventregistry.FoldConfig{After: 2, Window: time.Minute, FlushInterval: 10 * time.Second, CacheSize: 10}, clk)
-	if err != nil {
-		t.Fatal(err)
-	}
+	store := newStore(t, folding(2, time.Minute, 10*time.Second, 10), clk)
+	folder := store.Folder()
 	ctx := coreV1Context(t)
 	create := func(i int) *core.Event {
 		t.Helper()
@@ -156,11 +162,7 @@ func TestFoldBoundsWrites(t *testing.T) {
 // TestFoldOnlySingletons: creates that count themselves (a series, a count
 // above 1), and dry runs, are stored as sent even in a hot series.
 func TestFoldOnlySingletons(t *testing.T) {
-	store := newStore(t)
-	if _, err := store.EnableFolding(eventregistry.FoldConfig{After: 1, Window: time.Minute, FlushInterval: time.Second, CacheSize: 10},
-		testingclock.NewFakeClock(time.Now())); err != nil {
-		t.Fatal(err)
-	}
+	store := newStore(t, folding(1, time.Minute, time.Second, 10), testingclock.NewFakeClock(time.Now()))
 	ctx := coreV1Context(t)
 	if _, err := store.Create(ctx, occurrence(0), rest.ValidateAllObjectFunc, &metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)

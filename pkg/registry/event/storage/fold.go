@@ -1,4 +1,4 @@
-package event
+package storage
 
 import (
 	"context"
@@ -7,76 +7,22 @@ import (
 	"sync"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/registry/rest"
+	"k8s.io/apiserver/pkg/storage"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/lru"
 
 	"github.com/kube-events/events-apiserver/pkg/apis/core"
+	"github.com/kube-events/events-apiserver/pkg/apis/eventpolicy"
+	"github.com/kube-events/events-apiserver/pkg/apis/eventpolicy/validation"
+	eventregistry "github.com/kube-events/events-apiserver/pkg/registry/event"
 )
-
-// Folding defaults: like client-go's legacy aggregator (10 similar events in
-// 10 minutes), a reporter may create 10 isomorphic events close together
-// before the next ones are folded; a folded series is written at most once
-// every 10 seconds.
-const (
-	DefaultFoldAfter         = 10
-	DefaultFoldWindow        = 10 * time.Minute
-	DefaultFoldFlushInterval = 10 * time.Second
-	DefaultFoldCacheSize     = 4096
-)
-
-// FoldConfig says when isomorphic creates are folded into the live event of
-// their series instead of being stored as new events.
-type FoldConfig struct {
-	// After is how many isomorphic creates, each arriving within Window of
-	// the previous one, are stored as events of their own; the ones after
-	// them are folded into the last one stored.
-	After int
-	// Window is the longest gap between two isomorphic creates for them to
-	// count as one burst. A longer gap starts over.
-	Window time.Duration
-	// FlushInterval bounds the etcd writes of a folded series: its count is
-	// kept in memory and written at most once per interval.
-	FlushInterval time.Duration
-	// CacheSize is how many series the folder tracks at once (least
-	// recently used ones are flushed and forgotten).
-	CacheSize int
-}
-
-// DefaultFoldConfig is the folding configuration when none is given.
-func DefaultFoldConfig() FoldConfig {
-	return FoldConfig{
-		After:         DefaultFoldAfter,
-		Window:        DefaultFoldWindow,
-		FlushInterval: DefaultFoldFlushInterval,
-		CacheSize:     DefaultFoldCacheSize,
-	}
-}
-
-// Validate checks that every setting is positive.
-func (c FoldConfig) Validate(path *field.Path) field.ErrorList {
-	var errs field.ErrorList
-	if c.After < 1 {
-		errs = append(errs, field.Invalid(path.Child("after"), c.After, "must be at least 1"))
-	}
-	if c.CacheSize < 1 {
-		errs = append(errs, field.Invalid(path.Child("cacheSize"), c.CacheSize, "must be at least 1"))
-	}
-	if c.Window <= 0 {
-		errs = append(errs, field.Invalid(path.Child("window"), c.Window.String(), "must be a positive duration"))
-	}
-	if c.FlushInterval <= 0 {
-		errs = append(errs, field.Invalid(path.Child("flushInterval"), c.FlushInterval.String(), "must be a positive duration"))
-	}
-	return errs
-}
 
 // seriesKey is what makes events isomorphic (one series): the same
 // namespace, regarding, related, action, reason, reporter and type.
@@ -136,26 +82,34 @@ type foldedSeries struct {
 	finished bool
 }
 
-// eventStore is what the folder needs of the store.
+// eventStore is what the folder writes folded occurrences through: the
+// registry store, so that the strategy judges those writes too.
 type eventStore interface {
 	rest.Creater //nolint:misspell // the interface is named so in k8s.io/apiserver
 	rest.Updater
 }
 
 // Folder folds isomorphic creates of a hot series into its live event: the
-// first FoldConfig.After creates of a burst are stored as sent; each later
+// first Folding.After creates of a burst are stored as sent; each later
 // one adds an occurrence to the last stored event (its count, series.count,
 // lastTimestamp, series.lastObservedTime, series.state Ongoing) in memory,
 // and answers with that event as if it had been created. The folded counts
 // are written to etcd at most once per FlushInterval per series, on the
 // first of them straight after that interval, and when the series is
-// forgotten or the server shuts down. A crash loses at most the counts of
-// the last interval, never an event: the first creates of a burst were
-// stored before they were answered.
+// forgotten or the server shuts down (Run, Flush). A crash loses at most
+// the counts of the last interval, never an event: the first creates of a
+// burst were stored before they were answered.
+//
+// It folds in the store's storage (foldingStorage), below the generic
+// registry store: a create reaches it after the strategy prepared and
+// validated it, admission validated it and its name was generated, exactly
+// as a create that is stored.
 type Folder struct {
-	config FoldConfig
-	store  eventStore
-	clock  clock.WithDelayedExecution
+	config eventpolicy.Folding
+	// store is the registry store the folder is part of, set by NewREST
+	// once it is complete.
+	store eventStore
+	clock clock.WithDelayedExecution
 
 	mu     sync.Mutex // serializes get-or-add of series
 	series *lru.Cache
@@ -163,16 +117,16 @@ type Folder struct {
 	wg sync.WaitGroup
 }
 
-// NewFolder returns a folder writing through store.
-func NewFolder(config FoldConfig, store eventStore, clk clock.WithDelayedExecution) (*Folder, error) {
-	if errs := config.Validate(field.NewPath("folding")); len(errs) > 0 {
+// newFolder returns a folder; NewREST gives it its store.
+func newFolder(config eventpolicy.Folding, clk clock.WithDelayedExecution) (*Folder, error) {
+	if errs := validation.ValidateFolding(config, field.NewPath("folding")); len(errs) > 0 {
 		return nil, fmt.Errorf("invalid folding configuration: %w", errs.ToAggregate())
 	}
 	registerFoldMetrics()
-	f := &Folder{config: config, store: store, clock: clk}
+	f := &Folder{config: config, clock: clk}
 	// A series forgotten (least recently used, or all at shutdown) is
 	// flushed now rather than at its scheduled time.
-	f.series = lru.NewWithEvictionFunc(config.CacheSize, func(_ lru.Key, value any) {
+	f.series = lru.NewWithEvictionFunc(int(config.CacheSize), func(_ lru.Key, value any) {
 		s := value.(*foldedSeries)
 		f.wg.Go(func() {
 			f.cancelFlush(s)
@@ -183,72 +137,70 @@ func NewFolder(config FoldConfig, store eventStore, clk clock.WithDelayedExecuti
 }
 
 // foldable is true for creates the folder may fold: plain singletons (no
-// series, no count of their own beyond one occurrence), not dry runs.
-// Creates that carry a series or a count come from a reporter that counts
-// itself.
-func foldable(e *core.Event, options *metav1.CreateOptions) bool {
-	return len(options.DryRun) == 0 && e.Series == nil && e.Count <= 1
+// series, no count of their own beyond one occurrence). Creates that carry a
+// series or a count come from a reporter that counts itself. Dry runs never
+// reach the storage.
+func foldable(e *core.Event) bool {
+	return e.Series == nil && e.Count <= 1
+}
+
+// foldingStorage is the events store's storage: creates of a hot series
+// are folded (Folder), everything else goes to the storage it wraps.
+type foldingStorage struct {
+	storage.Interface
+	folder *Folder
 }
 
 // Create stores a new event, or folds it into the live event of its series
-// when the series is hot. A folded create is validated (strategy and
-// admission) like a stored one, and answered with the live event.
-func (f *Folder) Create(ctx context.Context, obj runtime.Object, createValidation rest.ValidateObjectFunc, options *metav1.CreateOptions) (runtime.Object, error) {
+// when the series is hot and answers with the live event in out. Writes of
+// the server's own (InternalWriteContext) are always stored.
+func (s foldingStorage) Create(ctx context.Context, key string, obj, out runtime.Object, ttl uint64) error {
 	event, ok := obj.(*core.Event)
-	if !ok || IsInternalWrite(ctx) || !foldable(event, options) {
-		return f.store.Create(ctx, obj, createValidation, options)
+	if !ok || eventregistry.IsInternalWrite(ctx) || !foldable(event) {
+		return s.Interface.Create(ctx, key, obj, out, ttl)
 	}
+	return s.folder.create(ctx, event, out, func() error { return s.Interface.Create(ctx, key, obj, out, ttl) })
+}
+
+// create folds event into its series' live event, writing the answer into
+// out, or stores it with store when the series is not hot.
+func (f *Folder) create(ctx context.Context, event *core.Event, out runtime.Object, store func() error) error {
 	now := f.clock.Now()
 	s := f.seriesFor(seriesKeyOf(event))
 
 	s.mu.Lock()
-	if now.Sub(s.lastCreate) > f.config.Window || s.finished {
+	if now.Sub(s.lastCreate) > f.config.Window.Duration || s.finished {
 		// A new burst, or the live event was finished meanwhile: store
 		// the next creates again, each becoming the live event.
 		s.creates, s.finished = 0, false
 	}
 	s.creates++
 	s.lastCreate = now
-	hot := s.creates > f.config.After && s.live != nil
+	hot := s.creates > int(f.config.After) && s.live != nil
 	s.mu.Unlock()
 
 	if !hot {
-		created, err := f.store.Create(ctx, obj, createValidation, options)
-		if err == nil {
-			s.mu.Lock()
-			if s.pending == 0 {
-				s.setLive(created.(*core.Event))
-			}
-			s.mu.Unlock()
+		if err := store(); err != nil {
+			return err
 		}
-		return created, err
+		s.mu.Lock()
+		if s.pending == 0 {
+			s.setLive(out.(*core.Event).DeepCopy())
+		}
+		s.mu.Unlock()
+		return nil
 	}
-	if err := f.validate(ctx, event, createValidation); err != nil {
-		return nil, err
+	answer, ok := out.(*core.Event)
+	if !ok {
+		return fmt.Errorf("folding into %T, not an event", out)
 	}
-	return f.fold(ctx, s, event, now), nil
-}
-
-// validate holds a create that will be folded to the same rules as one that
-// is stored: the strategy's and the validating admission plugins'.
-func (f *Folder) validate(ctx context.Context, event *core.Event, createValidation rest.ValidateObjectFunc) error {
-	event = event.DeepCopy()
-	strategy := NewStrategy(nil)
-	if event.Name == "" && event.GenerateName != "" {
-		event.Name = strategy.GenerateName(event.GenerateName)
-	}
-	if errs := strategy.Validate(ctx, event); len(errs) > 0 {
-		return apierrors.NewInvalid(core.Kind("Event"), event.Name, errs)
-	}
-	if createValidation != nil {
-		return createValidation(ctx, event)
-	}
+	f.fold(ctx, s, now).DeepCopyInto(answer)
 	return nil
 }
 
-// fold adds the occurrence of event to the live event of s and returns what
-// a read of the live event will show once flushed.
-func (f *Folder) fold(ctx context.Context, s *foldedSeries, event *core.Event, now time.Time) *core.Event {
+// fold adds an occurrence at now to the live event of s and returns what a
+// read of the live event will show once flushed.
+func (f *Folder) fold(ctx context.Context, s *foldedSeries, now time.Time) *core.Event {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.count++
@@ -258,7 +210,7 @@ func (f *Folder) fold(ctx context.Context, s *foldedSeries, event *core.Event, n
 	}
 	foldedTotal.WithLabelValues(apiOf(ctx)).Inc()
 	if !s.flushArmed {
-		f.armFlush(s, max(f.config.FlushInterval-now.Sub(s.lastFlush), 0))
+		f.armFlush(s, max(f.config.FlushInterval.Duration-now.Sub(s.lastFlush), 0))
 	}
 	answer := s.live.DeepCopy()
 	applyOccurrences(answer, s.count, s.lastObserved)
@@ -358,7 +310,7 @@ func (f *Folder) flush(ctx context.Context, s *foldedSeries) {
 		s.pending += pending
 	}
 	if s.pending > 0 {
-		f.armFlush(s, f.config.FlushInterval)
+		f.armFlush(s, f.config.FlushInterval.Duration)
 	}
 }
 
@@ -394,7 +346,7 @@ var errSeriesFinished = errors.New("the series was finished meanwhile")
 // it is gone (deleted or expired meanwhile). If its series was finished
 // meanwhile, the pending occurrences become a new event of their own.
 func (f *Folder) write(ctx context.Context, live *core.Event, count int32, last time.Time, pending int32) (*core.Event, error) {
-	ctx = InternalWriteContext(ctx, live.Namespace, schema.GroupVersion{Version: "v1"}) // core/v1 rules let count, lastTimestamp and series move on
+	ctx = eventregistry.InternalWriteContext(ctx, live.Namespace, schema.GroupVersion{Version: "v1"}) // core/v1 rules let count, lastTimestamp and series move on
 	update := rest.DefaultUpdatedObjectInfo(nil, func(_ context.Context, _, oldObj runtime.Object) (runtime.Object, error) {
 		old := oldObj.(*core.Event)
 		var updated *core.Event
@@ -452,8 +404,24 @@ func generateNamePrefix(name string) string {
 	return name + "-"
 }
 
-// Flush writes every pending occurrence and waits for flushes in flight;
-// the server calls it before it stops.
+// flushTimeout bounds the final write of folded counts when Run ends.
+const flushTimeout = 10 * time.Second
+
+// Name is the folder's name among the server's loops.
+func (*Folder) Name() string { return "event-folding" }
+
+// Run waits for ctx to end, then writes every pending occurrence (Flush,
+// within flushTimeout): the server runs it from its start and ends it
+// before its store is destroyed.
+func (f *Folder) Run(ctx context.Context) {
+	<-ctx.Done()
+	flushCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), flushTimeout)
+	defer cancel()
+	f.Flush(flushCtx)
+}
+
+// Flush writes every pending occurrence and waits for flushes in flight,
+// or for ctx to end.
 func (f *Folder) Flush(ctx context.Context) {
 	// Remove every series: the eviction function flushes each.
 	f.series.Clear()
@@ -495,24 +463,4 @@ func maxTime(a, b time.Time) time.Time {
 		return a
 	}
 	return b
-}
-
-// EnableFolding makes creates through r fold isomorphic creates of hot
-// series (see Folder). The caller must call the folder's Flush before the
-// store is destroyed.
-func (r *REST) EnableFolding(config FoldConfig, clk clock.WithDelayedExecution) (*Folder, error) {
-	folder, err := NewFolder(config, r.Store, clk)
-	if err != nil {
-		return nil, err
-	}
-	r.folder = folder
-	return folder, nil
-}
-
-// Create stores a new event, through the folder when folding is enabled.
-func (r *REST) Create(ctx context.Context, obj runtime.Object, createValidation rest.ValidateObjectFunc, options *metav1.CreateOptions) (runtime.Object, error) {
-	if r.folder == nil {
-		return r.Store.Create(ctx, obj, createValidation, options)
-	}
-	return r.folder.Create(ctx, obj, createValidation, options)
 }
