@@ -1,0 +1,229 @@
+/*
+Copyright The events-apiserver Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package storage_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apiserver/pkg/registry/rest"
+	testingclock "k8s.io/utils/clock/testing"
+
+	"github.com/kube-events/events-apiserver/pkg/apis/core"
+	"github.com/kube-events/events-apiserver/pkg/apis/eventpolicy"
+	eventstorage "github.com/kube-events/events-apiserver/pkg/registry/event/storage"
+)
+
+// storedEvent is what a test checks of a stored event.
+type storedEvent struct {
+	Name        string // a generated suffix reads "*"
+	Count       int32
+	SeriesCount int32
+	State       core.EventSeriesState
+}
+
+// foldHarness drives a folding store on a fake clock.
+type foldHarness struct {
+	t     *testing.T
+	ctx   context.Context
+	store *eventstorage.REST
+	clk   *testingclock.FakeClock
+	// attempts counts the failed writes of a store whose writes fail.
+	attempts func() int32
+}
+
+// create stores the i-th occurrence of the series about object.
+func (h *foldHarness) create(object string, i int) {
+	h.t.Helper()
+	e := occurrence(i)
+	e.Name = fmt.Sprintf("%s.%d", object, i)
+	e.InvolvedObject.Name, e.InvolvedObject.UID = object, types.UID("uid-"+object)
+	if _, err := h.store.Create(h.ctx, e, rest.ValidateAllObjectFunc, &metav1.CreateOptions{}); err != nil {
+		h.t.Fatalf("create %s: %v", e.Name, err)
+	}
+}
+
+// until waits for done, failing with what.
+func (h *foldHarness) until(what string, done func() bool) {
+	h.t.Helper()
+	if err := wait.PollUntilContextTimeout(h.ctx, 5*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		return done(), nil
+	}); err != nil {
+		h.t.Fatalf("waiting for %s: %v", what, err)
+	}
+}
+
+// stepWhenScheduled moves the clock by d once a flush is scheduled.
+func (h *foldHarness) stepWhenScheduled(d time.Duration) {
+	h.t.Helper()
+	h.until("a scheduled flush", h.clk.HasWaiters)
+	h.clk.Step(d)
+}
+
+// stored lists the stored events, by name.
+func (h *foldHarness) stored() []storedEvent {
+	h.t.Helper()
+	obj, err := h.store.List(h.ctx, &metainternalversion.ListOptions{})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	var events []storedEvent
+	for _, e := range obj.(*core.EventList).Items {
+		name := e.Name
+		if i := strings.LastIndex(name, "-"); i > 0 {
+			name = name[:i+1] + "*"
+		}
+		s := storedEvent{Name: name, Count: e.Count}
+		if e.Series != nil {
+			s.SeriesCount, s.State = e.Series.Count, e.Series.State
+		}
+		events = append(events, s)
+	}
+	slices.SortFunc(events, func(a, b storedEvent) int { return strings.Compare(a.Name, b.Name) })
+	return events
+}
+
+// waitStored waits until the stored events are want.
+func (h *foldHarness) waitStored(want ...storedEvent) {
+	h.t.Helper()
+	var got []storedEvent
+	if err := wait.PollUntilContextTimeout(h.ctx, 5*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		got = h.stored()
+		return cmp.Equal(want, got), nil
+	}); err != nil {
+		h.t.Fatalf("stored events (-want +got):\n%s", cmp.Diff(want, got))
+	}
+}
+
+// finish makes a client finish the series of the stored event name.
+func (h *foldHarness) finish(name string) {
+	h.t.Helper()
+	obj, err := h.store.Get(h.ctx, name, &metav1.GetOptions{})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	e := obj.(*core.Event)
+	e.Series.State = core.EventSeriesStateFinished
+	if _, _, err := h.store.Update(h.ctx, name, rest.DefaultUpdatedObjectInfo(e), rest.ValidateAllObjectFunc,
+		rest.ValidateAllObjectUpdateFunc, false, &metav1.UpdateOptions{}); err != nil {
+		h.t.Fatalf("finishing %s: %v", name, err)
+	}
+}
+
+// TestFoldPaths follows folding through the paths a burst can take, on a
+// fake clock: the live event finished meanwhile (continuation), a gap
+// longer than the window (a new burst), writes that keep failing (given
+// up), and a series forgotten to make room for another (flushed at once).
+func TestFoldPaths(t *testing.T) {
+	const flushInterval = 10 * time.Second
+	ongoing, finished := core.EventSeriesStateOngoing, core.EventSeriesStateFinished
+	tests := []struct {
+		name       string
+		folding    *eventpolicy.Folding
+		failWrites bool
+		run        func(h *foldHarness)
+		want       []storedEvent
+	}{
+		{
+			name:    "continuation: occurrences folded into a series finished meanwhile become a new event, and the next create a new burst",
+			folding: folding(1, time.Minute, flushInterval, 10),
+			run: func(h *foldHarness) {
+				h.create("web", 0)
+				h.create("web", 1) // folded
+				h.stepWhenScheduled(0)
+				h.waitStored(storedEvent{"web.0", 2, 2, ongoing})
+				h.finish("web.0")
+				h.create("web", 2) // folded into web.0, which the folder still takes for live
+				h.stepWhenScheduled(flushInterval)
+				h.waitStored(storedEvent{"web.0", 2, 2, finished}, storedEvent{"web.0-*", 1, 0, ""})
+				h.create("web", 3) // stored: a new burst
+			},
+			want: []storedEvent{{"web.0", 2, 2, finished}, {"web.0-*", 1, 0, ""}, {"web.3", 1, 0, ""}},
+		},
+		{
+			name:    "window reset: a create after a gap longer than the window starts a new burst",
+			folding: folding(1, time.Minute, flushInterval, 10),
+			run: func(h *foldHarness) {
+				h.create("web", 0)
+				h.create("web", 1) // folded
+				h.stepWhenScheduled(0)
+				h.waitStored(storedEvent{"web.0", 2, 2, ongoing})
+				h.clk.Step(2 * time.Minute)
+				h.create("web", 2) // stored: a new burst
+				h.create("web", 3) // folded into web.2
+				h.stepWhenScheduled(0)
+			},
+			want: []storedEvent{{"web.0", 2, 2, ongoing}, {"web.2", 2, 2, ongoing}},
+		},
+		{
+			name:       "give-up: occurrences whose writes keep failing are dropped after five attempts",
+			folding:    folding(1, time.Minute, flushInterval, 10),
+			failWrites: true,
+			run: func(h *foldHarness) {
+				h.create("web", 0)
+				h.create("web", 1) // folded
+				h.stepWhenScheduled(0)
+				for attempt := int32(1); attempt < 5; attempt++ {
+					h.until(fmt.Sprintf("write attempt %d", attempt), func() bool { return h.attempts() == attempt })
+					h.stepWhenScheduled(flushInterval)
+				}
+				h.until("write attempt 5", func() bool { return h.attempts() == 5 })
+				// The shutdown flush waits for the fifth attempt and writes
+				// whatever is still pending: nothing.
+				ctx, cancel := context.WithTimeout(h.ctx, 10*time.Second)
+				defer cancel()
+				h.store.Folder().Flush(ctx)
+				if got := h.attempts(); got != 5 {
+					h.t.Errorf("%d write attempts, want 5 and then none", got)
+				}
+			},
+			want: []storedEvent{{"web.0", 1, 0, ""}},
+		},
+		{
+			name:    "eviction: a series forgotten for another is flushed at once",
+			folding: folding(1, time.Minute, flushInterval, 1),
+			run: func(h *foldHarness) {
+				h.create("web", 0)
+				h.create("web", 1) // folded; its flush is scheduled, the clock does not move
+				h.create("db", 0)  // another series: web's is forgotten
+			},
+			want: []storedEvent{{"db.0", 1, 0, ""}, {"web.0", 2, 2, ongoing}},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			clk := testingclock.NewFakeClock(time.Now())
+			h := &foldHarness{t: t, ctx: coreV1Context(t), store: newStore(t, tt.folding, clk), clk: clk}
+			if tt.failWrites {
+				var restore func()
+				h.attempts, restore = h.store.Folder().FailWrites()
+				defer restore()
+			}
+			tt.run(h)
+			h.waitStored(tt.want...)
+		})
+	}
+}
