@@ -10,11 +10,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -298,5 +301,55 @@ func TestConfigurationErrorsAtStart(t *testing.T) {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not contain %q", err.Error(), want)
 		}
+	}
+}
+
+// TestEventPolicyFile: the limits of an EventPolicy given with
+// --event-policy-config are enforced, and they are charged once per write
+// that passed the store's validation: writes refused as invalid take no
+// token from the reporter's budget.
+func TestEventPolicyFile(t *testing.T) {
+	policy := filepath.Join(t.TempDir(), "policy.yaml")
+	if err := os.WriteFile(policy, []byte(`apiVersion: eventpolicy.config.events.k8s.io/v1alpha1
+kind: EventPolicy
+limits: [{type: Reporter, qps: 0.01, burst: 2}]
+folding: {enabled: false}
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	server := framework.StartServer(t, framework.WithServerArgs("--event-policy-config="+policy))
+	httpClient, err := rest.HTTPClientFor(server.RestConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// create posts an event of one reporter without client-side retries
+	// and returns the answer's code.
+	create := func(name, objectNamespace string) int {
+		t.Helper()
+		event := corev1.Event{
+			ObjectMeta:     metav1.ObjectMeta{Name: name, Namespace: "policy"},
+			InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: objectNamespace, Name: "web"},
+			Reason:         "Tested", Message: "m", Type: corev1.EventTypeNormal,
+			Source: corev1.EventSource{Component: "reporter"},
+		}
+		body, _ := json.Marshal(event)
+		resp, err := httpClient.Post(server.RestConfig.Host+"/api/v1/namespaces/policy/events", "application/json", bytes.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		return resp.StatusCode
+	}
+	var got []int
+	for i := range 3 {
+		got = append(got, create(fmt.Sprintf("invalid-%d", i), "elsewhere")) // regarding an object of another namespace
+	}
+	for i := range 3 {
+		got = append(got, create(fmt.Sprintf("valid-%d", i), "policy"))
+	}
+	want := []int{http.StatusUnprocessableEntity, http.StatusUnprocessableEntity, http.StatusUnprocessableEntity,
+		http.StatusCreated, http.StatusCreated, http.StatusTooManyRequests}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("answers to 3 invalid and 3 valid writes with a burst of 2 (-want +got):\n%s", diff)
 	}
 }
