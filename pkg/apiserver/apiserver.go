@@ -179,7 +179,10 @@ func (c CompletedConfig) New() (*EventsServer, error) {
 	return &EventsServer{GenericAPIServer: genericServer, Events: store}, nil
 }
 
-var _ Controller = &mirror.Mirror{}
+var (
+	_ Controller = &mirror.Mirror{}
+	_ Controller = &eventstorage.Folder{}
+)
 
 // controllers builds the loops the server runs on the elected replica.
 func (c CompletedConfig) controllers(store *eventstorage.REST) ([]Controller, error) {

@@ -93,10 +93,12 @@ type Options struct {
 
 	flags     *cliflag.NamedFlagSets
 	completed bool
-	// policy is the event policy once decoded, policyErr why it was not.
-	policy    *eventpolicy.EventPolicy
-	policyErr error
-	ran       bool
+	// policy is the event policy once decoded, policyErr why it was not;
+	// convertedPolicyKinds the former plugin kinds it was converted from.
+	policy               *eventpolicy.EventPolicy
+	policyErr            error
+	convertedPolicyKinds []string
+	ran                  bool
 	// standalone and embeddedEtcd are the decisions Complete made.
 	standalone   bool
 	embeddedEtcd bool

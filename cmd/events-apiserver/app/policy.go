@@ -25,7 +25,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/admission"
 	apiserverinstall "k8s.io/apiserver/pkg/apis/apiserver/install"
-	"k8s.io/klog/v2"
 
 	"github.com/kube-events/events-apiserver/pkg/admission/eventratelimit"
 	"github.com/kube-events/events-apiserver/pkg/admission/eventseries"
@@ -86,8 +85,12 @@ func (o *Options) loadPolicy() (*eventpolicy.EventPolicy, error) {
 			return nil, fmt.Errorf("reading the event policy from --admission-control-config-file: %w", err)
 		}
 		for _, plugin := range plugins {
-			if err := mergeFormerPolicy(policy, provider, plugin, o.EventPolicyConfig != ""); err != nil {
+			converted, err := mergeFormerPolicy(policy, provider, plugin, o.EventPolicyConfig != "")
+			if err != nil {
 				return nil, fmt.Errorf("--admission-control-config-file %s: %w", configFile, err)
+			}
+			if converted {
+				o.convertedPolicyKinds = append(o.convertedPolicyKinds, formerPolicyKinds[plugin])
 			}
 		}
 	}
@@ -96,28 +99,29 @@ func (o *Options) loadPolicy() (*eventpolicy.EventPolicy, error) {
 
 // mergeFormerPolicy copies the part of the policy that plugin's entry in
 // the admission configuration sets (its former configuration kind) into
-// policy; an entry without configuration sets nothing.
-func mergeFormerPolicy(policy *v1alpha1.EventPolicy, provider admission.ConfigProvider, plugin string, policyFileGiven bool) error {
+// policy and tells whether there was one; an entry without configuration
+// sets nothing.
+func mergeFormerPolicy(policy *v1alpha1.EventPolicy, provider admission.ConfigProvider, plugin string, policyFileGiven bool) (bool, error) {
 	config, err := provider.ConfigFor(plugin)
 	if err != nil || config == nil {
-		return err
+		return false, err
 	}
 	data, err := io.ReadAll(config)
 	if err != nil {
-		return err
+		return false, err
 	}
 	decoded, kind, err := load.Decode(data)
 	if err != nil {
-		return fmt.Errorf("plugin %s: %w", plugin, err)
+		return false, fmt.Errorf("plugin %s: %w", plugin, err)
 	}
 	want := formerPolicyKinds[plugin]
 	switch {
 	case kind == "":
-		return nil
+		return false, nil
 	case kind != want:
-		return fmt.Errorf("plugin %s: got kind %s, want %s; the event policy (kind %s) is given with --event-policy-config", plugin, kind, want, policyKind)
+		return false, fmt.Errorf("plugin %s: got kind %s, want %s; the event policy (kind %s) is given with --event-policy-config", plugin, kind, want, policyKind)
 	case policyFileGiven:
-		return fmt.Errorf("plugin %s configures the event policy with an %s, and so does --event-policy-config: "+
+		return false, fmt.Errorf("plugin %s configures the event policy with an %s, and so does --event-policy-config: "+
 			"move its settings into the %s and remove the plugin's configuration", plugin, kind, policyKind)
 	}
 	if plugin == eventratelimit.PluginName {
@@ -125,7 +129,5 @@ func mergeFormerPolicy(policy *v1alpha1.EventPolicy, provider admission.ConfigPr
 	} else {
 		policy.Series = decoded.Series
 	}
-	klog.InfoS("Reading the event policy from a former admission plugin configuration; give it as an EventPolicy with --event-policy-config instead",
-		"plugin", plugin, "kind", kind)
-	return nil
+	return true, nil
 }

@@ -55,10 +55,12 @@ func TestEventPolicy(t *testing.T) {
 	swapped := write("swapped.yaml", admissionHeader+"- name: EventRateLimit\n  path: eventseries.yaml\n")
 
 	tests := []struct {
-		name    string
-		args    []string
-		want    func(*eventpolicy.EventPolicy)
-		wantErr string
+		name string
+		args []string
+		want func(*eventpolicy.EventPolicy)
+		// wantConverted are the former kinds converted, for the server to log.
+		wantConverted []string
+		wantErr       string
 	}{
 		{name: "nothing given: the defaults", want: func(*eventpolicy.EventPolicy) {}},
 		{
@@ -77,11 +79,13 @@ func TestEventPolicy(t *testing.T) {
 				p.Folding.Enabled = false
 				p.Series.FinishAfter = duration(3 * time.Minute)
 			},
+			wantConverted: []string{"EventSeriesConfiguration", "EventRateLimitConfiguration"},
 		},
 		{
-			name: "the entry of a disabled plugin is not read",
-			args: []string{"--admission-control-config-file=" + former, "--disable-admission-plugins=EventSeries"},
-			want: func(p *eventpolicy.EventPolicy) { p.Folding.Enabled = false },
+			name:          "the entry of a disabled plugin is not read",
+			args:          []string{"--admission-control-config-file=" + former, "--disable-admission-plugins=EventSeries"},
+			want:          func(p *eventpolicy.EventPolicy) { p.Folding.Enabled = false },
+			wantConverted: []string{"EventRateLimitConfiguration"},
 		},
 		{
 			name: "other plugins' entries alone: the defaults",
@@ -130,6 +134,9 @@ func TestEventPolicy(t *testing.T) {
 			}
 			if again, _ := o.eventPolicy(); again != got {
 				t.Error("the policy was decoded a second time")
+			}
+			if diff := cmp.Diff(tt.wantConverted, o.convertedPolicyKinds); diff != "" {
+				t.Errorf("converted kinds (-want +got):\n%s", diff)
 			}
 		})
 	}

@@ -142,6 +142,10 @@ func Run(ctx context.Context, o *Options) error {
 	if err != nil {
 		return err
 	}
+	for _, kind := range o.convertedPolicyKinds {
+		logger.Info("Converted a former admission plugin configuration into the event policy; give it as an EventPolicy with --event-policy-config instead",
+			"kind", kind, "file", o.Recommended.Admission.ConfigFile)
+	}
 	server, err := config.Complete().New()
 	if err != nil {
 		return err
