@@ -22,6 +22,7 @@ import (
 
 	"golang.org/x/time/rate"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
@@ -31,7 +32,6 @@ import (
 	"github.com/kube-events/events-apiserver/pkg/apis/eventpolicy"
 	"github.com/kube-events/events-apiserver/pkg/apis/eventpolicy/validation"
 	"github.com/kube-events/events-apiserver/pkg/apis/events"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
 // PluginName is the name under which the plugin registers, for

@@ -6,10 +6,9 @@ import (
 	"io"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/utils/clock"
-
-	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/kube-events/events-apiserver/pkg/apis/core"
 	"github.com/kube-events/events-apiserver/pkg/apis/eventpolicy"

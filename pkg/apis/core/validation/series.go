@@ -13,8 +13,9 @@ import (
 // The series state machine, which every write meets whoever makes it (a
 // client through any version, the mirror, the series controllers): what
 // does not depend on the clock or on configuration. When a series becomes
-// Unknown, and which state a write that chose none gets, are the EventSeries
-// admission plugin's (pkg/admission/eventseries).
+// Unknown, and which state a write that chose none gets, are the event
+// policy's rules (pkg/apis/eventpolicy), which the EventSeries admission
+// plugin and the series controllers apply.
 
 // Error details of the series rules.
 const (
