@@ -10,21 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kube-events/events-apiserver/pkg/apis/core"
-	eventconversion "github.com/kube-events/events-apiserver/pkg/conversion"
 )
-
-// canonicalLabels are every label the registry must expose, per pkg/conversion.
-func canonicalLabels() []string {
-	labels := []string{
-		eventconversion.FieldName, eventconversion.FieldNamespace, eventconversion.FieldReason,
-		eventconversion.FieldAction, eventconversion.FieldSource, eventconversion.FieldReportingComponent,
-		eventconversion.FieldReportingInstance, eventconversion.FieldType, eventconversion.FieldSeriesState,
-	}
-	for _, f := range eventconversion.ObjectReferenceFields {
-		labels = append(labels, eventconversion.PrefixInvolvedObject+f, eventconversion.PrefixRelated+f)
-	}
-	return labels
-}
 
 func fullEvent() *core.Event {
 	return &core.Event{
