@@ -23,8 +23,10 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/kube-events/events-apiserver/pkg/apis/eventpolicy"
+	"github.com/kube-events/events-apiserver/pkg/apis/eventpolicy/v1alpha1"
 )
 
 const (
@@ -173,5 +175,45 @@ func TestDefault(t *testing.T) {
 	}
 	if got := Default().Series.AbandonedAfter(); got != 36*time.Minute {
 		t.Errorf("default abandoned after %s, want 36m", got)
+	}
+}
+
+// TestRoundTrip: a policy written out as v1alpha1 decodes back to itself,
+// so that what the server prints of its policy can be given to it again.
+func TestRoundTrip(t *testing.T) {
+	for _, policy := range []*eventpolicy.EventPolicy{
+		defaults(),
+		with(func(p *eventpolicy.EventPolicy) {
+			p.Limits = []eventpolicy.Limit{{Type: eventpolicy.Namespace, QPS: 0.5, Burst: 3, CacheSize: 7}}
+			p.Folding = eventpolicy.Folding{After: 1, Window: duration(time.Second), FlushInterval: duration(time.Millisecond), CacheSize: 1}
+			p.Series.SweepInterval = duration(time.Hour)
+		}),
+	} {
+		versioned := &v1alpha1.EventPolicy{}
+		if err := scheme.Convert(policy, versioned, nil); err != nil {
+			t.Fatal(err)
+		}
+		info, ok := runtime.SerializerInfoForMediaType(codecs.SupportedMediaTypes(), runtime.ContentTypeYAML)
+		if !ok {
+			t.Fatal("no YAML serializer")
+		}
+		data, err := runtime.Encode(codecs.EncoderForVersion(info.Serializer, v1alpha1.SchemeGroupVersion), versioned)
+		if err != nil {
+			t.Fatal(err)
+		}
+		decoded, kind, err := Decode(data)
+		if err != nil {
+			t.Fatalf("decoding %s: %v", data, err)
+		}
+		got, err := Complete(decoded)
+		if err != nil {
+			t.Fatalf("completing %s: %v", data, err)
+		}
+		if kind != "EventPolicy" {
+			t.Errorf("kind %q, want EventPolicy", kind)
+		}
+		if diff := cmp.Diff(policy, got); diff != "" {
+			t.Errorf("round trip through\n%s(-want +got):\n%s", data, diff)
+		}
 	}
 }
