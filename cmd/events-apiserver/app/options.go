@@ -15,6 +15,7 @@ import (
 	"k8s.io/apiserver/pkg/util/compatibility"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	cliflag "k8s.io/component-base/cli/flag"
+	"k8s.io/component-base/featuregate"
 	basecompatibility "k8s.io/component-base/compatibility"
 	logsapi "k8s.io/component-base/logs/api/v1"
 
@@ -116,12 +117,12 @@ func NewOptions() *Options {
 	o.Recommended.SecureServing.BindPort = DefaultSecurePort
 	_, _ = o.ComponentGlobals.ComponentGlobalsOrRegister(basecompatibility.DefaultKubeComponent,
 		kubeEffectiveVersion(), utilfeature.DefaultMutableFeatureGate)
-	setDefaultFeatureGates()
 	return o
 }
 
-// setDefaultFeatureGates turns off, unless --feature-gates turns them back
-// on, the library features that cost events more than they give:
+// overrideFeatureGateDefaults turns off by default, in the gates'
+// registered defaults (so --help shows them, and --feature-gates turns them
+// back on), the library features that cost events more than they give:
 //
 //   - ListFromCacheSnapshot keeps a copy-on-write clone of the watch cache
 //     for every write in the history window (75 s, up to 100,000 writes):
@@ -133,12 +134,14 @@ func NewOptions() *Options {
 //     its size, for API Priority and Fairness to charge a list by the bytes
 //     it returns (about 90 bytes per event). Events are all about the same
 //     size, so the object count it falls back to estimates them as well.
-func setDefaultFeatureGates() {
-	if err := utilfeature.DefaultMutableFeatureGate.SetFromMap(map[string]bool{
-		string(features.ListFromCacheSnapshot):     false,
-		string(features.SizeBasedListCostEstimate): false,
-	}); err != nil {
-		panic(err)
+//
+// It runs once, from init: defaults can only be overridden before the
+// gates are added to a flag set.
+func overrideFeatureGateDefaults() {
+	for _, gate := range []featuregate.Feature{features.ListFromCacheSnapshot, features.SizeBasedListCostEstimate} {
+		if err := utilfeature.DefaultMutableFeatureGate.OverrideDefault(gate, false); err != nil {
+			panic(err)
+		}
 	}
 }
 

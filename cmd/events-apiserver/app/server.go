@@ -38,6 +38,7 @@ func init() {
 	if err := logsapi.AddFeatureGates(utilfeature.DefaultMutableFeatureGate); err != nil {
 		panic(err)
 	}
+	overrideFeatureGateDefaults()
 }
 
 // NewCommand returns the events-apiserver command, running until ctx ends.
