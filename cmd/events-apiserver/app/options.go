@@ -88,13 +88,25 @@ type Options struct {
 	// controllers.
 	LeaderElection LeaderElectionOptions
 
-	flags     *cliflag.NamedFlagSets
-	completed bool
-	ran       bool
-	// standalone and embeddedEtcd are the decisions Complete made.
-	standalone   bool
+	flags *cliflag.NamedFlagSets
+	// standalone is the authentication mode Complete chose, which the
+	// admission methods read; CompletedOptions.StandaloneMode reports it.
+	standalone bool
+	// ready is closed by Run once the server is ready (see Ready).
+	ready chan struct{}
+}
+
+// completedOptions are Options with what Complete derived from them.
+type completedOptions struct {
+	*Options
+	// embeddedEtcd says the server runs its own etcd (no --etcd-servers).
 	embeddedEtcd bool
-	ready        chan struct{}
+}
+
+// CompletedOptions are Options on which Complete has been called: the only
+// options that validate and make a Config, as kube-apiserver's.
+type CompletedOptions struct {
+	*completedOptions
 }
 
 // NewOptions returns the default options.
@@ -205,24 +217,21 @@ func (o *Options) changed(name string) bool {
 
 // Complete fills in what follows from the flags: the effective version and
 // feature gates, whether the server is standalone, whether it embeds etcd,
-// and the defaults those imply. It can be called more than once.
-func (o *Options) Complete() error {
-	if o.completed {
-		return nil
-	}
+// and the defaults those imply. Completing again gives the same result.
+func (o *Options) Complete() (CompletedOptions, error) {
 	if err := o.ComponentGlobals.Set(); err != nil {
-		return err
+		return CompletedOptions{}, err
 	}
 	if o.DataDir != "" {
 		abs, err := filepath.Abs(o.DataDir)
 		if err != nil {
-			return err
+			return CompletedOptions{}, err
 		}
 		o.DataDir = abs
 	}
 
 	r := o.Recommended
-	o.embeddedEtcd = len(r.Etcd.StorageConfig.Transport.ServerList) == 0
+	c := &completedOptions{Options: o, embeddedEtcd: len(r.Etcd.StorageConfig.Transport.ServerList) == 0}
 	if o.Standalone.Provided() {
 		o.standalone = o.Standalone.Value()
 	} else {
@@ -247,12 +256,11 @@ func (o *Options) Complete() error {
 	} else if !o.changed("cert-dir") && o.DataDir != "" {
 		r.SecureServing.ServerCert.CertDirectory = filepath.Join(o.DataDir, "serving-certs")
 	}
-	o.completed = true
-	return nil
+	return CompletedOptions{c}, nil
 }
 
 // Validate reports every invalid option at once.
-func (o *Options) Validate() error {
+func (o CompletedOptions) Validate() error {
 	var errs []error
 	r := o.Recommended
 
@@ -292,14 +300,15 @@ func (o *Options) Validate() error {
 }
 
 // StandaloneMode tells whether Complete chose standalone authentication.
-func (o *Options) StandaloneMode() bool { return o.standalone }
+func (o CompletedOptions) StandaloneMode() bool { return o.standalone }
 
 // EmbeddedEtcd tells whether Complete chose the embedded etcd.
-func (o *Options) EmbeddedEtcd() bool { return o.embeddedEtcd }
+func (o CompletedOptions) EmbeddedEtcd() bool { return o.embeddedEtcd }
 
 // KubeconfigPath is where a standalone server writes its admin kubeconfig.
 func (o *Options) KubeconfigPath() string { return filepath.Join(o.DataDir, "kubeconfig") }
 
-// Ready is closed once the server answers /readyz with ok and, when
-// standalone, has written KubeconfigPath. In-process tests wait on it.
+// Ready is closed once the server Run started with these options answers
+// /readyz with ok and, when standalone, has written KubeconfigPath: the
+// one piece of a run the options carry, for in-process tests to wait on.
 func (o *Options) Ready() <-chan struct{} { return o.ready }
