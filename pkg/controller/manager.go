@@ -79,7 +79,7 @@ type Manager struct {
 // its own.
 func NewManager(cfg Config) (*Manager, error) {
 	m := &Manager{name: cfg.Name, election: cfg.Election, stopped: cfg.Stopped}
-	names := map[string]bool{}
+	names := map[string]bool{campaign{}.Name(): cfg.Election != nil}
 	add := func(controllers []Controller) ([]*loop, error) {
 		var loops []*loop
 		for _, c := range controllers {
