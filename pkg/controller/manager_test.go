@@ -170,7 +170,8 @@ func TestHealthChecksReportDeadLoopsByName(t *testing.T) {
 
 // TestStopWaitsForWorkInFlightThenReleases: Stop ends every loop, returns
 // after their work in flight, calls Stopped after them, and leaves every
-// check green: loops asked to stop are not dead.
+// check green: loops asked to stop are not dead, and their own checks are
+// no longer asked.
 func TestStopWaitsForWorkInFlightThenReleases(t *testing.T) {
 	var order []string
 	slow := &fake{name: "slow", run: func(ctx context.Context) {
@@ -194,6 +195,9 @@ func TestStopWaitsForWorkInFlightThenReleases(t *testing.T) {
 	if diff := cmp.Diff([]string{"slow stopped", "released"}, order); diff != "" {
 		t.Errorf("stop order (-want +got):\n%s", diff)
 	}
+	// A loop that does not run is not asked how it is.
+	err = errors.New("not synced")
+	slow.health.Store(&err)
 	if code, body := get(); code != http.StatusOK {
 		t.Errorf("/livez after Stop: %d\n%s", code, body)
 	}
