@@ -4,14 +4,12 @@
 package apiserver
 
 import (
-	"context"
 	"fmt"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apiserver/pkg/registry/rest"
 	genericapiserver "k8s.io/apiserver/pkg/server"
-	"k8s.io/utils/clock"
 
 	"github.com/kube-events/events-apiserver/pkg/apis/core"
 	corev1 "github.com/kube-events/events-apiserver/pkg/apis/core/v1"
@@ -19,9 +17,9 @@ import (
 	"github.com/kube-events/events-apiserver/pkg/apis/events"
 	eventsv1 "github.com/kube-events/events-apiserver/pkg/apis/events/v1"
 	eventsv1beta1 "github.com/kube-events/events-apiserver/pkg/apis/events/v1beta1"
+	"github.com/kube-events/events-apiserver/pkg/controller"
 	"github.com/kube-events/events-apiserver/pkg/etcdmaint"
 	"github.com/kube-events/events-apiserver/pkg/mirror"
-	"github.com/kube-events/events-apiserver/pkg/registry/event/series"
 	eventstorage "github.com/kube-events/events-apiserver/pkg/registry/event/storage"
 )
 
@@ -39,9 +37,6 @@ const DefaultWatchTerminationGracePeriod = 5 * time.Second
 
 // eventsGroupPriority is kube-apiserver's group priority for events.k8s.io.
 const eventsGroupPriority = 17750
-
-// foldFlushTimeout bounds the final write of folded counts at shutdown.
-const foldFlushTimeout = 10 * time.Second
 
 // ExtraConfig is the configuration specific to the events server.
 type ExtraConfig struct {
@@ -66,8 +61,8 @@ type ExtraConfig struct {
 	// the server's controllers (the series sweeper, the mirror, ...).
 	LeaderElection LeaderElectionConfig
 	// EtcdMaintenance, when set, runs the etcd housekeeping of
-	// pkg/etcdmaint on every replica (see installEtcdMaintenance for why
-	// not under the election). Nil turns it off, for an etcd that someone
+	// pkg/etcdmaint on every replica (see newControllers for why not
+	// under the election). Nil turns it off, for an etcd that someone
 	// else maintains.
 	EtcdMaintenance *etcdmaint.Config
 }
@@ -85,6 +80,10 @@ type EventsServer struct {
 	GenericAPIServer *genericapiserver.GenericAPIServer
 	// Events is the one store behind every served version.
 	Events *eventstorage.REST
+	// Controllers runs every loop of the server, from the generic server's
+	// post-start hook to its pre-shutdown hook; each loop has a health
+	// check on /livez.
+	Controllers *controller.Manager
 }
 
 type completedConfig struct {
@@ -126,32 +125,13 @@ func (c CompletedConfig) New() (*EventsServer, error) {
 		return nil, fmt.Errorf("creating the events store: %w", err)
 	}
 
-	if folder := store.Folder(); folder != nil {
-		err = genericServer.AddPreShutdownHook("events-fold-flush", func() error {
-			ctx, cancel := context.WithTimeout(context.Background(), foldFlushTimeout)
-			defer cancel()
-			folder.Flush(ctx)
-			return nil
-		})
-		if err != nil {
-			return nil, err
-		}
-	}
-
-	controllers, err := c.controllers(store)
+	controllers, err := c.newControllers(store)
 	if err != nil {
 		return nil, err
 	}
-	if len(controllers) > 0 {
-		if err := c.installControllers(genericServer, controllers); err != nil {
-			return nil, err
-		}
-	}
-
-	if c.ExtraConfig.EtcdMaintenance != nil {
-		if err := c.installEtcdMaintenance(genericServer, *c.ExtraConfig.EtcdMaintenance); err != nil {
-			return nil, fmt.Errorf("installing the etcd maintenance: %w", err)
-		}
+	if err := controllers.Install(genericServer); err != nil {
+		_ = controllers.Stop()
+		return nil, err
 	}
 
 	legacy := genericapiserver.NewDefaultAPIGroupInfo(core.GroupName, Scheme, ParameterCodec, Codecs)
@@ -176,46 +156,5 @@ func (c CompletedConfig) New() (*EventsServer, error) {
 		}
 	}
 
-	return &EventsServer{GenericAPIServer: genericServer, Events: store}, nil
-}
-
-var (
-	_ Controller = &mirror.Mirror{}
-	_ Controller = &eventstorage.Folder{}
-)
-
-// controllers builds the loops the server runs on the elected replica.
-func (c CompletedConfig) controllers(store *eventstorage.REST) ([]Controller, error) {
-	var controllers []Controller
-	if c.ExtraConfig.SeriesSweeper != nil {
-		sweeper, err := series.NewSweeper(store, *c.ExtraConfig.SeriesSweeper)
-		if err != nil {
-			return nil, fmt.Errorf("event series sweeper: %w", err)
-		}
-		state := series.NewStateController(store, *c.ExtraConfig.SeriesSweeper, clock.RealClock{})
-		controllers = append(controllers, state, sweeper)
-	}
-	if c.ExtraConfig.Mirror != nil {
-		m, err := mirror.NewForConfig(*c.ExtraConfig.Mirror, store, Codecs.UniversalDecoder())
-		if err != nil {
-			return nil, fmt.Errorf("events mirror: %w", err)
-		}
-		controllers = append(controllers, m)
-	}
-	return controllers, nil
-}
-
-// installControllers runs controllers under the election "controllers",
-// through an etcd client of the events storage, from the server's start to
-// its shutdown.
-func (c CompletedConfig) installControllers(server *genericapiserver.GenericAPIServer, controllers []Controller) error {
-	options, err := c.GenericConfig.RESTOptionsGetter.GetRESTOptions(core.Resource("events"), &core.Event{})
-	if err != nil {
-		return fmt.Errorf("events storage options: %w", err)
-	}
-	runner, err := newControllerRunner(options.StorageConfig.Config, c.ExtraConfig.LeaderElection, controllers)
-	if err != nil {
-		return err
-	}
-	return runner.install(server)
+	return &EventsServer{GenericAPIServer: genericServer, Events: store, Controllers: controllers}, nil
 }

@@ -1,31 +1,28 @@
 package apiserver
 
 import (
-	"context"
 	"crypto/tls"
 	"fmt"
 	"path"
-	"sync"
 	"time"
 
 	"go.etcd.io/etcd/client/pkg/v3/transport"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/namespace"
-	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/apiserver/pkg/storage/storagebackend"
-	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 
+	"github.com/kube-events/events-apiserver/pkg/apis/core"
+	"github.com/kube-events/events-apiserver/pkg/controller"
+	"github.com/kube-events/events-apiserver/pkg/etcdmaint"
 	"github.com/kube-events/events-apiserver/pkg/leaderelection"
+	"github.com/kube-events/events-apiserver/pkg/mirror"
+	eventstorage "github.com/kube-events/events-apiserver/pkg/registry/event/storage"
+	"github.com/kube-events/events-apiserver/pkg/registry/event/series"
 )
 
-// Controller is a loop the server runs on the elected replica only.
-type Controller interface {
-	Name() string
-	Run(ctx context.Context) // returns once ctx is done and its work in flight ended
-}
-
 // ControllersElection is the name of the election under which the
-// server's controllers run.
+// server's elected controllers run.
 const ControllersElection = "controllers"
 
 // controllersHookName names the post-start hook that starts the
@@ -45,36 +42,74 @@ type LeaderElectionConfig struct {
 	TTL time.Duration
 }
 
-// controllerRunner runs the server's controllers on one replica at a time:
-// from the post-start hook it campaigns in the election "controllers" and,
-// while it leads, runs every controller; stop ends them, waits for them and
-// closes the etcd client, before storage goes away.
-type controllerRunner struct {
-	client      *clientv3.Client
-	election    leaderelection.Config
-	elect       bool // false: run the controllers without an election
-	controllers []Controller
+var (
+	_ controller.Controller = &mirror.Mirror{}
+	_ controller.Controller = &series.Sweeper{}
+	_ controller.Controller = &series.StateController{}
+	_ controller.Controller = &etcdmaint.Maintainer{}
+	_ controller.Controller = &eventstorage.Folder{}
+)
 
-	mu     sync.Mutex
-	cancel context.CancelFunc
-	done   chan struct{}
-}
+// newControllers builds the one Manager of every loop the server runs:
+// under the election "controllers", the series controllers and the mirror;
+// on every replica, the etcd maintenance and the flush of folded counts.
+// The election and the maintenance share one etcd client of the events
+// storage, closed once every loop has stopped.
+func (c CompletedConfig) newControllers(store *eventstorage.REST) (*controller.Manager, error) {
+	extra := c.ExtraConfig
+	cfg := controller.Config{Name: controllersHookName}
+	if extra.SeriesSweeper != nil {
+		sweeper, err := series.NewSweeper(store, *extra.SeriesSweeper)
+		if err != nil {
+			return nil, fmt.Errorf("event series sweeper: %w", err)
+		}
+		state := series.NewStateController(store, *extra.SeriesSweeper, clock.RealClock{})
+		cfg.Elected = append(cfg.Elected, state, sweeper)
+	}
+	if extra.Mirror != nil {
+		m, err := mirror.NewForConfig(*extra.Mirror, store, Codecs.UniversalDecoder())
+		if err != nil {
+			return nil, fmt.Errorf("events mirror: %w", err)
+		}
+		cfg.Elected = append(cfg.Elected, m)
+	}
+	if folder := store.Folder(); folder != nil {
+		cfg.EveryReplica = append(cfg.EveryReplica, folder)
+	}
 
-// newControllerRunner builds the runner; unless the election is disabled,
-// with an etcd client from the storage configuration (servers and TLS
-// files), its keys under the storage prefix.
-func newControllerRunner(storage storagebackend.Config, le LeaderElectionConfig, controllers []Controller) (*controllerRunner, error) {
-	r := &controllerRunner{elect: !le.Disabled, controllers: controllers}
-	if !r.elect {
-		return r, nil
+	elect := len(cfg.Elected) > 0 && !extra.LeaderElection.Disabled
+	if elect || extra.EtcdMaintenance != nil {
+		options, err := c.GenericConfig.RESTOptionsGetter.GetRESTOptions(core.Resource("events"), &core.Event{})
+		if err != nil {
+			return nil, fmt.Errorf("events storage options: %w", err)
+		}
+		client, err := NewEtcdClient(options.StorageConfig.Config)
+		if err != nil {
+			return nil, fmt.Errorf("etcd client for the election and the etcd maintenance: %w", err)
+		}
+		cfg.Stopped = client.Close
+		if elect {
+			le := extra.LeaderElection
+			cfg.Election = &leaderelection.Config{Client: client, Name: ControllersElection, Identity: le.Identity, TTL: le.TTL}
+		}
+		if extra.EtcdMaintenance != nil {
+			// On every replica, not under the election: the loop exists to
+			// bring etcd back from NOSPACE, and while etcd refuses writes no
+			// replica can win a new election (a campaign is a write), so a
+			// leader lost during the alarm would leave nobody to clear it.
+			// Its steps are safe to repeat: defragmenting a member that
+			// another replica just defragmented finds little to do, and
+			// disarming a disarmed alarm is a no-op.
+			maintenance := *extra.EtcdMaintenance
+			maintenance.Client = client
+			cfg.EveryReplica = append(cfg.EveryReplica, etcdmaint.New(maintenance))
+		}
 	}
-	client, err := NewEtcdClient(storage)
-	if err != nil {
-		return nil, fmt.Errorf("etcd client for leader election: %w", err)
+	manager, err := controller.NewManager(cfg)
+	if err != nil && cfg.Stopped != nil {
+		_ = cfg.Stopped()
 	}
-	r.client = client
-	r.election = leaderelection.Config{Client: client, Name: ControllersElection, Identity: le.Identity, TTL: le.TTL}
-	return r, nil
+	return manager, err
 }
 
 // NewEtcdClient returns a client of the etcd the storage configuration
@@ -107,69 +142,4 @@ func NewEtcdClient(storage storagebackend.Config) (*clientv3.Client, error) {
 		client.Lease = namespace.NewLease(client.Lease, prefix)
 	}
 	return client, nil
-}
-
-// install hands the runner to the server's hooks.
-func (r *controllerRunner) install(server *genericapiserver.GenericAPIServer) error {
-	if err := server.AddPostStartHook(controllersHookName, func(hook genericapiserver.PostStartHookContext) error {
-		r.start(hook)
-		return nil
-	}); err != nil {
-		return err
-	}
-	return server.AddPreShutdownHook(controllersHookName, func() error {
-		r.stop()
-		return nil
-	})
-}
-
-// start campaigns in the background until stop is called or ctx ends; with
-// the election disabled it runs the controllers at once.
-func (r *controllerRunner) start(ctx context.Context) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.cancel != nil {
-		return
-	}
-	ctx, r.cancel = context.WithCancel(ctx)
-	r.done = make(chan struct{})
-	go func(done chan struct{}) {
-		defer close(done)
-		if !r.elect {
-			r.runControllers(ctx)
-			return
-		}
-		if err := leaderelection.Run(ctx, r.election, r.runControllers); err != nil {
-			klog.FromContext(ctx).Error(err, "Controllers not started")
-		}
-	}(r.done)
-}
-
-// runControllers runs every controller until ctx ends and waits for all.
-func (r *controllerRunner) runControllers(ctx context.Context) {
-	logger := klog.FromContext(ctx)
-	var wg sync.WaitGroup
-	for _, c := range r.controllers {
-		wg.Go(func() {
-			logger.Info("Starting controller", "controller", c.Name())
-			c.Run(klog.NewContext(ctx, logger.WithName(c.Name())))
-			logger.Info("Stopped controller", "controller", c.Name())
-		})
-	}
-	wg.Wait()
-}
-
-// stop ends what start started, waits for the controllers' work in flight
-// and closes the etcd client. Without start it only closes the client.
-func (r *controllerRunner) stop() {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.cancel != nil {
-		r.cancel()
-		<-r.done
-	}
-	if r.client != nil {
-		_ = r.client.Close()
-		r.client = nil
-	}
 }

@@ -20,7 +20,6 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
 	"k8s.io/apimachinery/pkg/util/uuid"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/klog/v2"
 )
 
@@ -103,9 +102,10 @@ func Run(ctx context.Context, cfg Config, lead func(ctx context.Context)) error 
 	for ctx.Err() == nil {
 		if err := runOnce(ctx, cfg, lead); err != nil && ctx.Err() == nil {
 			logger.Error(err, "Leader election failed; trying again", "retryAfter", retryPeriod)
-			// Sleep, unless ctx ends first.
-			_ = wait.PollUntilContextTimeout(ctx, retryPeriod, retryPeriod, false,
-				func(context.Context) (bool, error) { return true, nil })
+			select {
+			case <-ctx.Done():
+			case <-time.After(retryPeriod):
+			}
 		}
 	}
 	return nil

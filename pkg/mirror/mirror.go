@@ -4,9 +4,10 @@
 // kube-apiserver. The README's "Mirroring cluster events" section states
 // the contract; in short:
 //
-//   - A reader lists the upstream events page by page (Options.PageSize),
-//     then watches from the list's resourceVersion (client-go's
-//     RetryWatcher resumes a broken watch) and lists again after 410 Gone.
+//   - A reader lists the upstream events page by page (client-go's pager,
+//     Options.PageSize), then watches from the list's resourceVersion
+//     (client-go's RetryWatcher resumes a broken watch) and lists again
+//     after 410 Gone, with the backoff of client-go's Reflector.
 //   - It records the latest version of each event in a bounded map and
 //     queues its namespace/name key in a client-go workqueue; workers write
 //     the latest version of each key they get. When Options.MaxPending
@@ -40,6 +41,7 @@ import (
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	restclient "k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/pager"
 	watchtools "k8s.io/client-go/tools/watch"
 	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/client-go/util/workqueue"
@@ -77,8 +79,13 @@ const (
 	DefaultRetryMaxDelay  = 30 * time.Second
 )
 
-// relistBackoff spaces the lists after failures: 1s doubling up to 30s.
+// relistBackoff spaces the lists after failures: 1s doubling up to 30s,
+// started over every relistBackoffReset.
 var relistBackoff = wait.Backoff{Duration: time.Second, Factor: 2, Jitter: 0.1, Steps: 6, Cap: 30 * time.Second}
+
+// relistBackoffReset is client-go's Reflector's: a mirror that listed and
+// watched for that long starts its backoff over.
+const relistBackoffReset = 2 * time.Minute
 
 // Store is the part of the events registry store the mirror writes to;
 // the server's *registry/event.REST.
@@ -233,56 +240,60 @@ type run struct {
 var notMirrored = "!" + LabelMirroredFrom
 
 // read lists and watches until ctx ends, listing again whenever the watch
-// cannot go on.
+// cannot go on, after a backoff (relistBackoff, started over every
+// relistBackoffReset), as client-go's Reflector does.
 func (r *run) read(ctx context.Context) {
 	logger := klog.FromContext(ctx)
-	backoff := relistBackoff
-	for ctx.Err() == nil {
+	_ = relistBackoff.DelayWithReset(r.clock, relistBackoffReset).Until(ctx, true, true, func(ctx context.Context) (bool, error) {
 		resourceVersion, err := r.list(ctx)
 		if err == nil {
-			started := r.clock.Now()
 			err = r.watch(ctx, resourceVersion)
-			if r.clock.Since(started) > relistBackoff.Cap {
-				backoff = relistBackoff
-			}
 		}
-		if ctx.Err() != nil {
-			return
+		if ctx.Err() == nil {
+			logger.Info("Listing kube-apiserver's events again", "reason", err)
 		}
-		delay := backoff.Step()
-		logger.Info("Listing kube-apiserver's events again", "reason", err, "in", delay)
-		select {
-		case <-r.clock.After(delay):
-		case <-ctx.Done():
-		}
-	}
+		return false, nil
+	})
 }
 
-// list queues every upstream event, one page at a time, and returns the
-// list's resourceVersion. A continue token that expired (the list took
-// longer than kube-apiserver's compaction interval) ends it with 410 Gone;
-// the next list starts over, and skips what is already mirrored.
+// list queues every upstream event, one page at a time (client-go's
+// pager, reading at most one page ahead of the queue, so that memory stays
+// flat for a list of any size), and returns the list's resourceVersion. A
+// continue token that expired (the list took longer than kube-apiserver's
+// compaction interval) ends it with 410 Gone; the next list starts over,
+// and skips what is already mirrored.
 func (r *run) list(ctx context.Context) (string, error) {
 	relistsTotal.Inc()
-	options := metav1.ListOptions{Limit: r.options.PageSize, LabelSelector: notMirrored}
-	for {
+	// Every page carries the list's resourceVersion; read only once the
+	// pager returned, after its last page.
+	var resourceVersion string
+	lister := pager.New(func(ctx context.Context, options metav1.ListOptions) (runtime.Object, error) {
+		options.LabelSelector = notMirrored
 		page, err := r.events.List(ctx, options)
 		if err != nil {
-			return "", fmt.Errorf("listing events: %w", err)
+			return nil, err
 		}
-		listedAt := r.clock.Now()
-		for i := range page.Items {
-			// A copy, so that a pending event does not hold the page.
-			event := page.Items[i]
-			if !r.offer(ctx, &event, listedAt) {
-				return "", ctx.Err()
-			}
+		resourceVersion = page.ResourceVersion
+		return page, nil
+	})
+	lister.PageSize = r.options.PageSize
+	lister.PageBufferSize = 0
+	// WithAlloc: each event its own copy, so that a pending event does not
+	// hold its whole page.
+	err := lister.EachListItemWithAlloc(ctx, metav1.ListOptions{}, func(obj runtime.Object) error {
+		event, ok := obj.(*corev1.Event)
+		if !ok {
+			return fmt.Errorf("listing events: got a %T", obj)
 		}
-		if page.Continue == "" {
-			return page.ResourceVersion, nil
+		if !r.offer(ctx, event, r.clock.Now()) {
+			return ctx.Err()
 		}
-		options.Continue = page.Continue
+		return nil
+	})
+	if err != nil {
+		return "", fmt.Errorf("listing events: %w", err)
 	}
+	return resourceVersion, nil
 }
 
 // watch queues every change from resourceVersion on until ctx ends or the

@@ -144,13 +144,14 @@ plugins:
 			t.Setenv("KUBERNETES_SERVICE_HOST", "")
 			o := parse(t, append([]string{"--data-dir=" + t.TempDir(), "--etcd-servers=http://127.0.0.1:1",
 				"--secure-port=" + strconv.Itoa(freeport.Port(t))}, tt.args...)...)
-			if err := o.Complete(); err != nil {
+			c, err := o.Complete()
+			if err != nil {
 				t.Fatal(err)
 			}
-			if err := o.Validate(); err != nil {
+			if err := c.Validate(); err != nil {
 				t.Fatal(err)
 			}
-			cfg, err := o.Config()
+			cfg, err := c.Config()
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("error %v, want one containing %q", err, tt.wantErr)

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"k8s.io/apiserver/pkg/admission"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/apiserver/pkg/server/dynamiccertificates"
 	"k8s.io/client-go/dynamic"
@@ -20,13 +21,10 @@ import (
 	"github.com/kube-events/events-apiserver/pkg/embedded/pki"
 )
 
-// Config builds the server configuration from completed and validated
-// options. With the embedded etcd, Run must have started it first (Config
-// is then called by Run); with --etcd-servers, Config can be called alone.
-func (o *Options) Config() (*apiserver.Config, error) {
-	if !o.completed {
-		return nil, errors.New("options must be completed before Config")
-	}
+// Config builds the server configuration. With the embedded etcd, Run
+// must have started it first (Config is then called by Run); with
+// --etcd-servers, Config can be called alone.
+func (o CompletedOptions) Config() (*apiserver.Config, error) {
 	r := o.Recommended
 	if len(r.Etcd.StorageConfig.Transport.ServerList) == 0 {
 		return nil, errors.New("no etcd servers: set --etcd-servers, or use Run, which starts the embedded etcd")
@@ -52,8 +50,9 @@ func (o *Options) Config() (*apiserver.Config, error) {
 	// OpenAPI first: authentication adds its security definitions to it.
 	apiserver.ApplyOpenAPIConfig(cfg)
 
-	// The same steps as RecommendedOptions.ApplyTo, but with the events
-	// storage factory, and without the core API when standalone.
+	// etcd with the events storage factory, in which the events of every
+	// version share one key space; the generic one would store each
+	// group's events apart.
 	storageConfig := r.Etcd.StorageConfig
 	if storageConfig.StorageObjectCountTracker == nil {
 		storageConfig.StorageObjectCountTracker = cfg.StorageObjectCountTracker
@@ -62,37 +61,28 @@ func (o *Options) Config() (*apiserver.Config, error) {
 	if err := r.Etcd.ApplyWithStorageFactoryTo(factory, &cfg.Config); err != nil {
 		return nil, err
 	}
-	if err := r.EgressSelector.ApplyTo(&cfg.Config); err != nil {
-		return nil, err
+	// Everything else as the generic RecommendedOptions.ApplyTo does it,
+	// but admission, which applyAdmission sets in both modes, and, when
+	// standalone, authentication, authorization and the core API: there
+	// is no kube-apiserver to delegate to (applyStandaloneAuth).
+	generic := *r
+	generic.Etcd, generic.Admission = nil, nil
+	generic.ExtraAdmissionInitializers = func(*genericapiserver.RecommendedConfig) ([]admission.PluginInitializer, error) { return nil, nil }
+	if o.standalone {
+		generic.Authentication, generic.Authorization, generic.CoreAPI = nil, nil, nil
 	}
-	if err := r.Traces.ApplyTo(cfg.EgressSelector, &cfg.Config); err != nil {
-		return nil, err
-	}
-	if err := r.SecureServing.ApplyToConfig(&cfg.Config); err != nil {
+	if err := generic.ApplyTo(cfg); err != nil {
 		return nil, err
 	}
 	if o.standalone {
 		if err := applyStandaloneAuth(cfg, creds, r.Authentication.ClientCert.ClientCA); err != nil {
 			return nil, err
 		}
-	} else {
-		if err := r.Authentication.ApplyTo(&cfg.Authentication, cfg.SecureServing, cfg.OpenAPIConfig); err != nil {
-			return nil, err
-		}
-		if err := r.Authorization.ApplyTo(&cfg.Authorization); err != nil {
-			return nil, err
-		}
-	}
-	if err := r.Audit.ApplyTo(&cfg.Config); err != nil {
-		return nil, err
 	}
 
 	var kubeClient kubernetes.Interface
 	var dynamicClient dynamic.Interface
-	if !o.standalone {
-		if err := r.CoreAPI.ApplyTo(cfg); err != nil {
-			return nil, err
-		}
+	if cfg.ClientConfig != nil {
 		var err error
 		if kubeClient, err = kubernetes.NewForConfig(cfg.ClientConfig); err != nil {
 			return nil, err
@@ -100,9 +90,6 @@ func (o *Options) Config() (*apiserver.Config, error) {
 		if dynamicClient, err = dynamic.NewForConfig(cfg.ClientConfig); err != nil {
 			return nil, err
 		}
-	}
-	if err := r.Features.ApplyTo(&cfg.Config, kubeClient, cfg.SharedInformerFactory); err != nil {
-		return nil, err
 	}
 	policy, err := o.eventPolicy()
 	if err != nil {

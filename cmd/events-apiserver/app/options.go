@@ -16,6 +16,7 @@ import (
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	cliflag "k8s.io/component-base/cli/flag"
 	basecompatibility "k8s.io/component-base/compatibility"
+	"k8s.io/component-base/featuregate"
 	logsapi "k8s.io/component-base/logs/api/v1"
 
 	corev1 "github.com/kube-events/events-apiserver/pkg/apis/core/v1"
@@ -91,18 +92,31 @@ type Options struct {
 	// controllers.
 	LeaderElection LeaderElectionOptions
 
-	flags     *cliflag.NamedFlagSets
-	completed bool
+	flags *cliflag.NamedFlagSets
+	// standalone is the authentication mode Complete chose, which the
+	// admission methods read; CompletedOptions.StandaloneMode reports it.
+	standalone bool
+	// ready is closed by Run once the server is ready (see Ready).
+	ready chan struct{}
 	// policy is the event policy once decoded, policyErr why it was not;
 	// convertedPolicyKinds the former plugin kinds it was converted from.
+	// The admission plugins' factories read it, so it lives here.
 	policy               *eventpolicy.EventPolicy
 	policyErr            error
 	convertedPolicyKinds []string
-	ran                  bool
-	// standalone and embeddedEtcd are the decisions Complete made.
-	standalone   bool
+}
+
+// completedOptions are Options with what Complete derived from them.
+type completedOptions struct {
+	*Options
+	// embeddedEtcd says the server runs its own etcd (no --etcd-servers).
 	embeddedEtcd bool
-	ready        chan struct{}
+}
+
+// CompletedOptions are Options on which Complete has been called: the only
+// options that validate and make a Config, as kube-apiserver's.
+type CompletedOptions struct {
+	*completedOptions
 }
 
 // NewOptions returns the default options.
@@ -125,12 +139,12 @@ func NewOptions() *Options {
 	o.Recommended.SecureServing.BindPort = DefaultSecurePort
 	_, _ = o.ComponentGlobals.ComponentGlobalsOrRegister(basecompatibility.DefaultKubeComponent,
 		kubeEffectiveVersion(), utilfeature.DefaultMutableFeatureGate)
-	setDefaultFeatureGates()
 	return o
 }
 
-// setDefaultFeatureGates turns off, unless --feature-gates turns them back
-// on, the library features that cost events more than they give:
+// overrideFeatureGateDefaults turns off by default, in the gates'
+// registered defaults (so --help shows them, and --feature-gates turns them
+// back on), the library features that cost events more than they give:
 //
 //   - ListFromCacheSnapshot keeps a copy-on-write clone of the watch cache
 //     for every write in the history window (75 s, up to 100,000 writes):
@@ -142,12 +156,14 @@ func NewOptions() *Options {
 //     its size, for API Priority and Fairness to charge a list by the bytes
 //     it returns (about 90 bytes per event). Events are all about the same
 //     size, so the object count it falls back to estimates them as well.
-func setDefaultFeatureGates() {
-	if err := utilfeature.DefaultMutableFeatureGate.SetFromMap(map[string]bool{
-		string(features.ListFromCacheSnapshot):     false,
-		string(features.SizeBasedListCostEstimate): false,
-	}); err != nil {
-		panic(err)
+//
+// It runs once, from init: defaults can only be overridden before the
+// gates are added to a flag set.
+func overrideFeatureGateDefaults() {
+	for _, gate := range []featuregate.Feature{features.ListFromCacheSnapshot, features.SizeBasedListCostEstimate} {
+		if err := utilfeature.DefaultMutableFeatureGate.OverrideDefault(gate, false); err != nil {
+			panic(err)
+		}
 	}
 }
 
@@ -214,24 +230,21 @@ func (o *Options) changed(name string) bool {
 
 // Complete fills in what follows from the flags: the effective version and
 // feature gates, whether the server is standalone, whether it embeds etcd,
-// and the defaults those imply. It can be called more than once.
-func (o *Options) Complete() error {
-	if o.completed {
-		return nil
-	}
+// and the defaults those imply. Completing again gives the same result.
+func (o *Options) Complete() (CompletedOptions, error) {
 	if err := o.ComponentGlobals.Set(); err != nil {
-		return err
+		return CompletedOptions{}, err
 	}
 	if o.DataDir != "" {
 		abs, err := filepath.Abs(o.DataDir)
 		if err != nil {
-			return err
+			return CompletedOptions{}, err
 		}
 		o.DataDir = abs
 	}
 
 	r := o.Recommended
-	o.embeddedEtcd = len(r.Etcd.StorageConfig.Transport.ServerList) == 0
+	c := &completedOptions{Options: o, embeddedEtcd: len(r.Etcd.StorageConfig.Transport.ServerList) == 0}
 	if o.Standalone.Provided() {
 		o.standalone = o.Standalone.Value()
 	} else {
@@ -256,12 +269,11 @@ func (o *Options) Complete() error {
 	} else if !o.changed("cert-dir") && o.DataDir != "" {
 		r.SecureServing.ServerCert.CertDirectory = filepath.Join(o.DataDir, "serving-certs")
 	}
-	o.completed = true
-	return nil
+	return CompletedOptions{c}, nil
 }
 
 // Validate reports every invalid option at once.
-func (o *Options) Validate() error {
+func (o CompletedOptions) Validate() error {
 	var errs []error
 	r := o.Recommended
 
@@ -301,14 +313,15 @@ func (o *Options) Validate() error {
 }
 
 // StandaloneMode tells whether Complete chose standalone authentication.
-func (o *Options) StandaloneMode() bool { return o.standalone }
+func (o CompletedOptions) StandaloneMode() bool { return o.standalone }
 
 // EmbeddedEtcd tells whether Complete chose the embedded etcd.
-func (o *Options) EmbeddedEtcd() bool { return o.embeddedEtcd }
+func (o CompletedOptions) EmbeddedEtcd() bool { return o.embeddedEtcd }
 
 // KubeconfigPath is where a standalone server writes its admin kubeconfig.
 func (o *Options) KubeconfigPath() string { return filepath.Join(o.DataDir, "kubeconfig") }
 
-// Ready is closed once the server answers /readyz with ok and, when
-// standalone, has written KubeconfigPath. In-process tests wait on it.
+// Ready is closed once the server Run started with these options answers
+// /readyz with ok and, when standalone, has written KubeconfigPath: the
+// one piece of a run the options carry, for in-process tests to wait on.
 func (o *Options) Ready() <-chan struct{} { return o.ready }

@@ -25,11 +25,11 @@ func parse(t *testing.T, args ...string) *Options {
 
 // completed parses args, with a fresh --data-dir, as a server outside a
 // cluster would, and completes the options.
-func completed(t *testing.T, args ...string) *Options {
+func completed(t *testing.T, args ...string) CompletedOptions {
 	t.Helper()
 	t.Setenv("KUBERNETES_SERVICE_HOST", "")
-	o := parse(t, append([]string{"--data-dir=" + t.TempDir()}, args...)...)
-	if err := o.Complete(); err != nil {
+	o, err := parse(t, append([]string{"--data-dir=" + t.TempDir()}, args...)...).Complete()
+	if err != nil {
 		t.Fatal(err)
 	}
 	return o
@@ -73,8 +73,8 @@ func TestCompleteChoosesModes(t *testing.T) {
 			} else {
 				t.Setenv("KUBERNETES_SERVICE_HOST", "")
 			}
-			o := parse(t, append([]string{"--data-dir=" + t.TempDir()}, tt.args...)...)
-			if err := o.Complete(); err != nil {
+			o, err := parse(t, append([]string{"--data-dir=" + t.TempDir()}, tt.args...)...).Complete()
+			if err != nil {
 				t.Fatal(err)
 			}
 			if o.StandaloneMode() != tt.wantStandalone || o.EmbeddedEtcd() != tt.wantEmbedded {
@@ -127,8 +127,8 @@ func TestValidate(t *testing.T) {
 
 func TestConfigWithoutEtcdAsksForRun(t *testing.T) {
 	t.Setenv("KUBERNETES_SERVICE_HOST", "")
-	o := parse(t, "--data-dir="+t.TempDir())
-	if err := o.Complete(); err != nil {
+	o, err := parse(t, "--data-dir="+t.TempDir()).Complete()
+	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := o.Config(); err == nil || !strings.Contains(err.Error(), "embedded etcd") {

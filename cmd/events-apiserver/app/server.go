@@ -4,8 +4,6 @@ package app
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
@@ -18,6 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	cliflag "k8s.io/component-base/cli/flag"
@@ -38,6 +38,7 @@ func init() {
 	if err := logsapi.AddFeatureGates(utilfeature.DefaultMutableFeatureGate); err != nil {
 		panic(err)
 	}
+	overrideFeatureGateDefaults()
 }
 
 // NewCommand returns the events-apiserver command, running until ctx ends.
@@ -88,15 +89,18 @@ kube-apiserver.`,
 	return cmd
 }
 
-// Run completes and validates o (options serve one Run), starts the embedded etcd if o has no etcd
+// Run completes and validates o, starts the embedded etcd if o has no etcd
 // servers, and serves until ctx ends or the server fails. Once the server
 // is ready it writes the admin kubeconfig (standalone) and closes o.Ready().
 func Run(ctx context.Context, o *Options) error {
-	if o.ran {
-		return errors.New("options already used by Run: make new ones with NewOptions for each run")
-	}
-	o.ran = true
-	if err := o.Complete(); err != nil {
+	return run(ctx, o, nil)
+}
+
+// run is Run; built, when set, is handed the server once it is built, for
+// tests to reach its controllers.
+func run(ctx context.Context, options *Options, built func(*apiserver.EventsServer)) error {
+	o, err := options.Complete()
+	if err != nil {
 		return err
 	}
 	if err := o.Validate(); err != nil {
@@ -150,6 +154,9 @@ func Run(ctx context.Context, o *Options) error {
 	if err != nil {
 		return err
 	}
+	if built != nil {
+		built(server)
+	}
 	server.GenericAPIServer.AddPostStartHookOrDie("events-apiserver-announce-ready", func(hook genericapiserver.PostStartHookContext) error {
 		go o.announceReady(hook, config)
 		return nil
@@ -172,8 +179,7 @@ func Run(ctx context.Context, o *Options) error {
 // the admin kubeconfig (standalone) and closes o.Ready().
 func (o *Options) announceReady(hook genericapiserver.PostStartHookContext, config *apiserver.Config) {
 	logger := klog.FromContext(hook)
-	if err := waitReady(hook, hook.LoopbackClientConfig.Host, hook.LoopbackClientConfig.BearerToken,
-		hook.LoopbackClientConfig.CAData, hook.LoopbackClientConfig.ServerName); err != nil {
+	if err := waitReady(hook); err != nil {
 		logger.Error(err, "Server never became ready")
 		return
 	}
@@ -186,31 +192,27 @@ func (o *Options) announceReady(hook genericapiserver.PostStartHookContext, conf
 	} else {
 		logger.Info("Ready")
 	}
-	close(o.ready)
+	select {
+	case <-o.ready: // announced by an earlier run of the same options
+	default:
+		close(o.ready)
+	}
 }
 
-// waitReady polls host/readyz with the loopback credentials until it
-// answers 200, or the server stops.
-func waitReady(hook genericapiserver.PostStartHookContext, host, token string, caData []byte, serverName string) error {
-	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM(caData)
-	client := &http.Client{
-		Timeout:   5 * time.Second,
-		Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, ServerName: serverName, MinVersion: tls.VersionTLS12}},
+// waitReady polls /readyz through the loopback client until it answers
+// 200, or the server stops.
+func waitReady(hook genericapiserver.PostStartHookContext) error {
+	config := rest.CopyConfig(hook.LoopbackClientConfig)
+	config.Timeout = 5 * time.Second
+	client, err := kubernetes.NewForConfig(config)
+	if err != nil {
+		return err
 	}
-	defer client.CloseIdleConnections()
 	return wait.PollUntilContextCancel(hook, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, host+"/readyz", nil)
-		if err != nil {
-			return false, err
-		}
-		req.Header.Set("Authorization", "Bearer "+token)
-		resp, err := client.Do(req)
-		if err != nil {
-			return false, nil // not listening yet
-		}
-		_ = resp.Body.Close()
-		return resp.StatusCode == http.StatusOK, nil
+		var status int
+		// Not listening yet, or not ready: poll again.
+		_ = client.Discovery().RESTClient().Get().AbsPath("/readyz").Do(ctx).StatusCode(&status)
+		return status == http.StatusOK, nil
 	})
 }
 

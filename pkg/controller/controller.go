@@ -1,0 +1,41 @@
+/*
+Copyright The events-apiserver Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+// Package controller gives every loop the server runs (the series
+// controllers, the mirror, the etcd maintenance, the fold flush, ...) one
+// lifecycle: a Manager starts them from the generic server's post-start
+// hook and stops them, waiting for their work in flight, from its
+// pre-shutdown hook, either under the etcd election (pkg/leaderelection) or
+// on every replica, and reports each loop's health on /livez.
+package controller
+
+import "context"
+
+// Controller is a loop the server runs.
+type Controller interface {
+	// Name names the loop in logs and in its health check.
+	Name() string
+	// Run works until ctx is done and returns once its work in flight
+	// ended. A Run that returns while ctx goes on is a loop that died.
+	Run(ctx context.Context)
+}
+
+// HealthChecker is implemented by a Controller that can tell, while it
+// runs, that it is not doing its job (say, a mirror that has not caught up
+// for too long). It is only asked while the controller runs.
+type HealthChecker interface {
+	HealthCheck() error
+}
