@@ -4,8 +4,6 @@ package app
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
@@ -18,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	cliflag "k8s.io/component-base/cli/flag"
@@ -168,8 +167,7 @@ func Run(ctx context.Context, o *Options) error {
 // the admin kubeconfig (standalone) and closes o.Ready().
 func (o *Options) announceReady(hook genericapiserver.PostStartHookContext, config *apiserver.Config) {
 	logger := klog.FromContext(hook)
-	if err := waitReady(hook, hook.LoopbackClientConfig.Host, hook.LoopbackClientConfig.BearerToken,
-		hook.LoopbackClientConfig.CAData, hook.LoopbackClientConfig.ServerName); err != nil {
+	if err := waitReady(hook, hook.LoopbackClientConfig); err != nil {
 		logger.Error(err, "Server never became ready")
 		return
 	}
@@ -185,22 +183,22 @@ func (o *Options) announceReady(hook genericapiserver.PostStartHookContext, conf
 	close(o.ready)
 }
 
-// waitReady polls host/readyz with the loopback credentials until it
-// answers 200, or the server stops.
-func waitReady(hook genericapiserver.PostStartHookContext, host, token string, caData []byte, serverName string) error {
-	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM(caData)
-	client := &http.Client{
-		Timeout:   5 * time.Second,
-		Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, ServerName: serverName, MinVersion: tls.VersionTLS12}},
+// waitReady polls /readyz with an HTTP client of the loopback
+// configuration (its CA, server name and token) until it answers 200, or
+// the server stops.
+func waitReady(hook genericapiserver.PostStartHookContext, loopback *rest.Config) error {
+	config := rest.CopyConfig(loopback)
+	config.Timeout = 5 * time.Second
+	client, err := rest.HTTPClientFor(config)
+	if err != nil {
+		return err
 	}
 	defer client.CloseIdleConnections()
 	return wait.PollUntilContextCancel(hook, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, host+"/readyz", nil)
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, config.Host+"/readyz", nil)
 		if err != nil {
 			return false, err
 		}
-		req.Header.Set("Authorization", "Bearer "+token)
 		resp, err := client.Do(req)
 		if err != nil {
 			return false, nil // not listening yet
