@@ -26,6 +26,7 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 	"k8s.io/client-go/rest"
+	"k8s.io/component-base/metrics"
 	"k8s.io/component-base/metrics/testutil"
 )
 
@@ -40,6 +41,20 @@ func ParseMetrics(body []byte) (Metrics, error) {
 		return nil, fmt.Errorf("parsing metrics: %w", err)
 	}
 	return families, nil
+}
+
+// GatherMetrics reads the metrics of gatherer: component-base's legacy
+// registry (legacyregistry.DefaultGatherer), for what this process serves.
+func GatherMetrics(gatherer metrics.Gatherer) (Metrics, error) {
+	families, err := gatherer.Gather()
+	if err != nil {
+		return nil, err
+	}
+	m := Metrics{}
+	for _, family := range families {
+		m[family.GetName()] = family
+	}
+	return m, nil
 }
 
 // ScrapeMetrics reads /metrics through client, with its credentials.

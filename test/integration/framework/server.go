@@ -289,16 +289,7 @@ type Etcd = harness.Etcd
 // it when the test ends. It fails the test if KUBEBUILDER_ASSETS is unset.
 func StartEtcd(t testing.TB) *Etcd {
 	t.Helper()
-	e, err := RunEtcd(EnvtestAsset(t, "etcd"), t.TempDir())
-	if err != nil {
-		t.Fatalf("starting etcd: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := e.Stop(); err != nil {
-			t.Errorf("stopping etcd: %v", err)
-		}
-	})
-	return e
+	return harness.StartTestEtcd(t)
 }
 
 // RunEtcd is StartEtcd for callers without a testing.TB: it starts the
