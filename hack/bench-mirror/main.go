@@ -492,8 +492,8 @@ func seconds(s float64) time.Duration {
 // peakRSS samples a process's resident memory every second.
 type peakRSS struct {
 	process *harness.Process
-	mu   sync.Mutex
-	peak int64
+	mu      sync.Mutex
+	peak    int64
 }
 
 func (p *peakRSS) sample(ctx context.Context) (stop func()) {
