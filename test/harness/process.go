@@ -165,9 +165,6 @@ func (p *Process) Kill() error {
 // running returns how it exited.
 func (p *Process) Stop(timeout time.Duration) error {
 	if !p.Running() {
-		if p.cmd == nil {
-			return nil
-		}
 		return p.Err()
 	}
 	_ = p.Resume()
