@@ -20,6 +20,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -55,6 +56,9 @@ type Etcd struct {
 // --quota-backend-bytes), and waits until every member serves. The caller
 // must Stop it.
 func StartEtcd(binary, dir string, n int, extra ...string) (*Etcd, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
 	ports, err := freeport.Ports(2 * n)
 	if err != nil {
 		return nil, err
