@@ -18,9 +18,12 @@ package harness
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 )
 
 // serverPackage is the server's main package.
@@ -37,4 +40,25 @@ func BuildServer(ctx context.Context, dir string) (string, error) {
 		return "", fmt.Errorf("go build %s: %w: %s", serverPackage, err, out)
 	}
 	return binary, nil
+}
+
+// ModuleRoot is the directory of this module's go.mod, found from the
+// working directory (a test's package directory) upwards: where the
+// repository's scripts, manifests and charts are.
+func ModuleRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if data, err := os.ReadFile(filepath.Join(dir, "go.mod")); err == nil &&
+			strings.Contains(string(data), "module github.com/kube-events/events-apiserver\n") {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("module root (go.mod of github.com/kube-events/events-apiserver) not found above the working directory")
+		}
+		dir = parent
+	}
 }
