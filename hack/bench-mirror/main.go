@@ -20,7 +20,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -36,7 +35,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/kube-events/events-apiserver/pkg/mirror"
-	"github.com/kube-events/events-apiserver/test/integration/framework"
+	"github.com/kube-events/events-apiserver/test/harness"
 )
 
 type settings struct {
@@ -93,7 +92,7 @@ func run(ctx context.Context, s settings) error {
 	if err != nil {
 		return err
 	}
-	etcd, err := framework.RunEtcd(filepath.Join(assets, "etcd"), filepath.Join(dir, "etcd"))
+	etcd, err := harness.StartEtcd(filepath.Join(assets, "etcd"), filepath.Join(dir, "etcd"), 1)
 	if err != nil {
 		return err
 	}
@@ -110,18 +109,18 @@ func run(ctx context.Context, s settings) error {
 	fmt.Printf("seeded:            %d events in kube-apiserver in %v (%.0f/s)\n", s.seed, since(start), float64(s.seed)/time.Since(start).Seconds())
 
 	start = time.Now()
-	server, err := framework.StartServerProcess(ctx, s.binary, filepath.Join(dir, "server"),
+	server, err := harness.StartServer(ctx, s.binary, filepath.Join(dir, "server"),
 		"--etcd-servers="+etcd.Endpoints[0], "--mirror=true", "--mirror-kubeconfig="+kubeconfig)
 	if err != nil {
 		return err
 	}
 	defer func() { _ = server.Stop() }()
 	ready := since(start)
-	peak := &peakRSS{pid: server.Pid()}
+	peak := &peakRSS{process: server.Process}
 	stopSampling := peak.sample(ctx)
 	defer stopSampling()
 
-	if err := waitFor(ctx, server, "events_apiserver_mirror_writes_total{operation=\"create\"}", float64(s.seed)); err != nil {
+	if err := waitFor(ctx, server, float64(s.seed)); err != nil {
 		return fmt.Errorf("catching up with the seeded events: %w", err)
 	}
 	catchUp := since(start)
@@ -145,20 +144,15 @@ func run(ctx context.Context, s settings) error {
 	if err != nil {
 		return err
 	}
-	var dropped float64
-	for sample, v := range metrics {
-		if strings.HasPrefix(sample, "events_apiserver_mirror_dropped_total") {
-			dropped += v
-		}
-	}
-	mirrored := metrics[`events_apiserver_mirror_writes_total{operation="create"}`] + metrics[`events_apiserver_mirror_writes_total{operation="update"}`]
+	dropped := metrics.Value("events_apiserver_mirror_dropped_total", nil)
+	created, updated := metrics.Value(writesMetric, createOp), metrics.Value(writesMetric, updateOp)
+	mirrored := created + updated
 	fmt.Printf("sustained:         %d upstream changes at %d/s for %v; lag from the upstream write to our watch: p50 %v, p99 %v, max %v\n",
 		len(lags.values), s.rate, s.duration, lags.quantile(0.5), lags.quantile(0.99), lags.quantile(1))
 	fmt.Printf("lag (server metric events_apiserver_mirror_lag_seconds, sustained phase): p50 %v, p99 %v\n",
 		lags.metricP50, lags.metricP99)
 	fmt.Printf("mirrored:          %.0f writes (%.0f creates, %.0f updates); upstream changes %d; ratio %.3f\n",
-		mirrored, metrics[`events_apiserver_mirror_writes_total{operation="create"}`],
-		metrics[`events_apiserver_mirror_writes_total{operation="update"}`], s.seed+len(lags.values),
+		mirrored, created, updated, s.seed+len(lags.values),
 		mirrored/float64(s.seed+len(lags.values)))
 	fmt.Printf("dropped:           %.0f\n", dropped)
 	fmt.Printf("verified:          %d upstream events: %d missing in our store, %d not at their latest upstream content\n", total, missing, stale)
@@ -289,7 +283,7 @@ func (a *arrivals) of(c change) (time.Time, bool) {
 // sustain drives d.s.rate upstream changes per second for d.s.duration
 // (even ticks: a create; odd: a count bump of an event created in this
 // phase) and returns how late each reached our store.
-func (d *driver) sustain(ctx context.Context, server *framework.ServerProcess) (*lags, error) {
+func (d *driver) sustain(ctx context.Context, server *harness.Server) (*lags, error) {
 	ours, err := kubernetes.NewForConfig(server.RestConfig)
 	if err != nil {
 		return nil, err
@@ -351,7 +345,8 @@ func (d *driver) sustain(ctx context.Context, server *framework.ServerProcess) (
 			l.unseen++
 		}
 	}
-	l.metricP50, l.metricP99 = histogramQuantile(before, after, "events_apiserver_mirror_lag_seconds", 0.5), histogramQuantile(before, after, "events_apiserver_mirror_lag_seconds", 0.99)
+	lag := harness.HistogramSince(before.Histogram("events_apiserver_mirror_lag_seconds", nil), after.Histogram("events_apiserver_mirror_lag_seconds", nil))
+	l.metricP50, l.metricP99 = seconds(lag.Quantile(0.5)), seconds(lag.Quantile(0.99))
 	return l, nil
 }
 
@@ -430,7 +425,7 @@ func (d *driver) change(ctx context.Context, tick int, latest *sync.Map) (*corev
 
 // compare lists kube-apiserver's events and ours and counts the upstream
 // events missing in ours or not at their latest upstream content.
-func compare(ctx context.Context, upstream kubernetes.Interface, server *framework.ServerProcess) (missing, stale, total int, err error) {
+func compare(ctx context.Context, upstream kubernetes.Interface, server *harness.Server) (missing, stale, total int, err error) {
 	ours, err := kubernetes.NewForConfig(server.RestConfig)
 	if err != nil {
 		return 0, 0, 0, err
@@ -468,57 +463,37 @@ func compare(ctx context.Context, upstream kubernetes.Interface, server *framewo
 	return missing, stale, total, err
 }
 
-// waitFor polls the server's /metrics until sample reaches want.
-func waitFor(ctx context.Context, server *framework.ServerProcess, sample string, want float64) error {
+// The mirror's writes, by operation.
+var (
+	writesMetric       = "events_apiserver_mirror_writes_total"
+	createOp, updateOp = map[string]string{"operation": "create"}, map[string]string{"operation": "update"}
+)
+
+// waitFor polls the server's /metrics until the mirror created want events.
+func waitFor(ctx context.Context, server *harness.Server, want float64) error {
 	return wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(ctx context.Context) (bool, error) {
 		metrics, err := server.Metrics(ctx)
 		if err != nil {
 			return false, nil
 		}
-		return metrics[sample] >= want, nil
+		return metrics.Value(writesMetric, createOp) >= want, nil
 	})
 }
 
-// histogramQuantile estimates quantile q of what histogram name observed
-// between two scrapes (linear within a bucket, as Prometheus does).
-func histogramQuantile(before, after map[string]float64, name string, q float64) time.Duration {
-	type bucket struct{ le, count float64 }
-	var buckets []bucket
-	for sample, v := range after {
-		bound, ok := strings.CutPrefix(sample, name+`_bucket{le="`)
-		if !ok {
-			continue
-		}
-		le, err := strconv.ParseFloat(strings.TrimSuffix(bound, `"}`), 64)
-		if err != nil {
-			le = math.Inf(1)
-		}
-		buckets = append(buckets, bucket{le, v - before[sample]})
-	}
-	slices.SortFunc(buckets, func(a, b bucket) int { return int(math.Copysign(1, a.le-b.le)) })
-	if len(buckets) == 0 || buckets[len(buckets)-1].count == 0 {
+// seconds is a quantile in seconds as a duration (0 for NaN: nothing
+// observed), to the millisecond.
+func seconds(s float64) time.Duration {
+	if math.IsNaN(s) || math.IsInf(s, 0) {
 		return 0
 	}
-	rank := q * buckets[len(buckets)-1].count
-	lower, below := 0.0, 0.0
-	for _, b := range buckets {
-		if b.count >= rank {
-			if math.IsInf(b.le, 1) {
-				return time.Duration(lower * float64(time.Second))
-			}
-			frac := (rank - below) / math.Max(b.count-below, 1)
-			return time.Duration((lower + (b.le-lower)*frac) * float64(time.Second)).Round(time.Millisecond)
-		}
-		lower, below = b.le, b.count
-	}
-	return 0
+	return time.Duration(s * float64(time.Second)).Round(time.Millisecond)
 }
 
 // peakRSS samples a process's resident memory every second.
 type peakRSS struct {
-	pid  int
-	mu   sync.Mutex
-	peak int64
+	process *harness.Process
+	mu      sync.Mutex
+	peak    int64
 }
 
 func (p *peakRSS) sample(ctx context.Context) (stop func()) {
@@ -527,7 +502,7 @@ func (p *peakRSS) sample(ctx context.Context) (stop func()) {
 	go func() {
 		defer close(done)
 		_ = wait.PollUntilContextCancel(ctx, time.Second, true, func(context.Context) (bool, error) {
-			if now, _, err := framework.ProcessRSS(p.pid); err == nil {
+			if now, _, err := p.process.RSS(); err == nil {
 				p.mu.Lock()
 				p.peak = max(p.peak, now)
 				p.mu.Unlock()

@@ -14,14 +14,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	apitypes "k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
-	"k8s.io/apiserver/pkg/registry/generic"
 	"k8s.io/apiserver/pkg/registry/rest"
-	"k8s.io/apiserver/pkg/storage/storagebackend"
-	"k8s.io/apiserver/pkg/util/compatibility"
 	"k8s.io/component-base/metrics/legacyregistry"
 	"k8s.io/utils/clock"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -30,41 +26,13 @@ import (
 	"github.com/kube-events/events-apiserver/pkg/apiserver"
 	"github.com/kube-events/events-apiserver/pkg/mirror"
 	eventstorage "github.com/kube-events/events-apiserver/pkg/registry/event/storage"
-	"github.com/kube-events/events-apiserver/test/integration/framework"
+	"github.com/kube-events/events-apiserver/test/eventstore"
+	"github.com/kube-events/events-apiserver/test/harness"
 )
-
-// restOptions builds the server's storage for events on an etcd, as the
-// server does, without the rest of the server.
-type restOptions struct {
-	factory interface {
-		NewConfig(schema.GroupResource, runtime.Object) (*storagebackend.ConfigForResource, error)
-		ResourcePrefix(schema.GroupResource) string
-	}
-}
-
-func (o restOptions) GetRESTOptions(resource schema.GroupResource, example runtime.Object) (generic.RESTOptions, error) {
-	cfg, err := o.factory.NewConfig(resource, example)
-	if err != nil {
-		return generic.RESTOptions{}, err
-	}
-	return generic.RESTOptions{
-		StorageConfig: cfg, Decorator: generic.UndecoratedStorage,
-		ResourcePrefix: o.factory.ResourcePrefix(resource), DeleteCollectionWorkers: 1,
-	}, nil
-}
 
 func startStore(t *testing.T) *eventstorage.REST {
 	t.Helper()
-	etcd := framework.StartEtcd(t)
-	config := storagebackend.NewDefaultConfig(apiserver.DefaultEtcdPathPrefix, nil)
-	config.Transport.ServerList = etcd.Endpoints
-	factory := apiserver.NewStorageFactory(*config, apiserver.StorageMediaType, compatibility.DefaultBuildEffectiveVersion())
-	store, err := eventstorage.NewREST(apiserver.Scheme, restOptions{factory}, time.Hour, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(store.Destroy)
-	return store
+	return eventstore.Start(t, false)
 }
 
 func upstreamEvent(name, resourceVersion string, count int32) *corev1.Event {
@@ -94,32 +62,15 @@ func stored(t *testing.T, store *eventstorage.REST, name string) *core.Event {
 	return obj.(*core.Event)
 }
 
-// metricValue reads a counter (or gauge) sample of the legacy registry,
-// which the server's /metrics serves.
+// metricValue reads a counter (or gauge) of the legacy registry, which
+// the server's /metrics serves.
 func metricValue(t *testing.T, name string, labels map[string]string) float64 {
 	t.Helper()
-	families, err := legacyregistry.DefaultGatherer.Gather()
+	m, err := harness.GatherMetrics(legacyregistry.DefaultGatherer)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, family := range families {
-		if family.GetName() != name {
-			continue
-		}
-	samples:
-		for _, m := range family.GetMetric() {
-			for _, pair := range m.GetLabel() {
-				if labels[pair.GetName()] != pair.GetValue() {
-					continue samples
-				}
-			}
-			if m.GetCounter() != nil {
-				return m.GetCounter().GetValue()
-			}
-			return m.GetGauge().GetValue()
-		}
-	}
-	return 0
+	return m.Value(name, labels)
 }
 
 // Sync against the real registry store on etcd: create, no rewrite of an

@@ -36,7 +36,7 @@ type Broadcaster struct {
 	identities     map[identity]bool    // recorders' identities; true once restored
 	restores       []identity           // identities still to restore, in order
 	lastName       int64                // last time suffix given to an event name
-	failures       int                  // consecutive failed calls, for the backoff
+	delays         wait.Backoff         // delays after consecutive failed calls; reset by a success
 	drops          int                  // drops not logged yet
 	lastDropReason string
 	lastDropAt     time.Time // when a drop was last logged
@@ -126,8 +126,10 @@ func (e *entry) nextWrite() string {
 //	recorder.NewBroadcaster(client.EventsV1(), recorder.Options{})
 func NewBroadcaster(client typedeventsv1.EventsV1Interface, opts Options) *Broadcaster {
 	RegisterMetrics()
+	opts = opts.withDefaults()
 	return &Broadcaster{
-		opts:       opts.withDefaults(),
+		opts:       opts,
+		delays:     opts.backoff(),
 		client:     client.RESTClient(),
 		watchers:   watch.NewBroadcaster(defaultBufferSize, watch.DropIfChannelFull),
 		series:     map[seriesKey]*entry{},

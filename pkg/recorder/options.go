@@ -1,9 +1,11 @@
 package recorder
 
 import (
+	"math"
 	"os"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/clock"
 )
 
@@ -75,6 +77,13 @@ func (o Options) withDefaults() Options {
 		o.Clock = clock.RealClock{}
 	}
 	return o
+}
+
+// backoff is the delay schedule after consecutive failed calls: doubling
+// from InitialBackoff up to MaxBackoff, each delay with up to backoffJitter
+// added. Steps only end at the cap, where the delay stays.
+func (o Options) backoff() wait.Backoff {
+	return wait.Backoff{Duration: o.InitialBackoff, Factor: 2, Jitter: backoffJitter, Steps: math.MaxInt32, Cap: o.MaxBackoff}
 }
 
 // reportingInstance is the instance a recorder for controller reports as.

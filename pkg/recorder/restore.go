@@ -57,7 +57,7 @@ func (b *Broadcaster) restore(ctx context.Context, id identity) (time.Duration, 
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.failures = 0
+	b.delays = b.opts.backoff()
 	b.restores = b.restores[1:]
 	b.identities[id] = true
 	b.adoptLocked(stored)

@@ -147,7 +147,7 @@ func (b *Broadcaster) written(w write, err error) (time.Duration, bool) {
 	e.inFlight = false
 	switch {
 	case err == nil:
-		b.failures = 0
+		b.delays = b.opts.backoff()
 		writesTotal.WithLabelValues(w.kind).Inc()
 		switch w.kind {
 		case writeCreate:
@@ -160,12 +160,12 @@ func (b *Broadcaster) written(w write, err error) (time.Duration, bool) {
 		return 0, false
 	case w.kind != writeCreate && apierrors.IsNotFound(err):
 		// Gone (its TTL ran out, say): create it again, then its series.
-		b.failures = 0
+		b.delays = b.opts.backoff()
 		e.created, e.started = false, false
 		return 0, false
 	case w.kind == writeCreate && apierrors.IsAlreadyExists(err):
 		// The name is taken: take another one.
-		b.failures = 0
+		b.delays = b.opts.backoff()
 		e.event.Name = util.GenerateEventName(e.event.Regarding.Name, b.nameSuffixLocked(b.opts.Clock.Now()))
 		return 0, false
 	}
@@ -208,8 +208,9 @@ func (b *Broadcaster) removeLocked(e *entry) {
 }
 
 // retryable classifies err: 429 (throttled), 5xx (server_error) and
-// transport errors (unreachable) are retried after an exponential backoff
-// with jitter, never before the server's Retry-After.
+// transport errors (unreachable) are retried after the next step of the
+// exponential backoff (with jitter), never before the server's Retry-After.
+// The caller holds b.mu or is the writer, the backoff's only user.
 func (b *Broadcaster) retryable(err error) (reason string, delay time.Duration, retry bool) {
 	var status apierrors.APIStatus
 	switch {
@@ -223,16 +224,13 @@ func (b *Broadcaster) retryable(err error) (reason string, delay time.Duration, 
 	default:
 		reason = "unreachable"
 	}
-	b.failures++
-	delay = b.opts.InitialBackoff
-	for i := 1; i < b.failures && delay < b.opts.MaxBackoff; i++ {
-		delay *= 2
-	}
-	delay = min(delay, b.opts.MaxBackoff)
+	delay = b.delays.Step()
 	if seconds, ok := apierrors.SuggestsClientDelay(err); ok {
-		delay = max(delay, time.Duration(seconds)*time.Second)
+		if after := time.Duration(seconds) * time.Second; after > delay {
+			delay = wait.Jitter(after, backoffJitter)
+		}
 	}
-	return reason, wait.Jitter(delay, backoffJitter), true
+	return reason, delay, true
 }
 
 // klog2Ref names w's event in logs.

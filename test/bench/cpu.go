@@ -1,20 +1,15 @@
 package bench
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"io"
-	"net/http"
-	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
+
+	"github.com/kube-events/events-apiserver/test/harness"
 )
 
 // cpuUse is the CPU time, in seconds, each process of a run spent: the
@@ -38,18 +33,24 @@ func cpuNow(ctx context.Context, t *target) (cpuUse, error) {
 	if err != nil {
 		return use, err
 	}
-	body, err := c.Get().AbsPath("/metrics").DoRaw(ctx)
+	m, err := harness.ScrapeMetrics(ctx, c)
 	if err != nil {
-		return use, fmt.Errorf("server metrics: %w", err)
-	}
-	if use.server, err = metricValue(body, "process_cpu_seconds_total"); err != nil {
 		return use, fmt.Errorf("server: %w", err)
 	}
-	readServerTail(body, &use.tail)
+	if !m.Has(cpuMetric) {
+		return use, fmt.Errorf("server: no %s in /metrics", cpuMetric)
+	}
+	use.server = m.Value(cpuMetric, nil)
+	readServerTail(m, &use.tail)
 	readClientTail(&use.tail)
-	if use.etcd, err = etcdCPU(ctx, t.etcdURL); err != nil {
+	etcd, err := harness.ScrapeMetricsURL(ctx, t.etcdURL+"/metrics")
+	if err != nil {
 		return use, fmt.Errorf("etcd: %w", err)
 	}
+	if !etcd.Has(cpuMetric) {
+		return use, fmt.Errorf("etcd: no %s in /metrics", cpuMetric)
+	}
+	use.etcd = etcd.Value(cpuMetric, nil)
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 		return use, err
@@ -58,38 +59,8 @@ func cpuNow(ctx context.Context, t *target) (cpuUse, error) {
 	return use, nil
 }
 
-func etcdCPU(ctx context.Context, url string) (float64, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url+"/metrics", nil)
-	if err != nil {
-		return 0, err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return 0, err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return 0, err
-	}
-	return metricValue(body, "process_cpu_seconds_total")
-}
-
-// metricValue is the value of an unlabelled metric in a Prometheus text
-// exposition.
-func metricValue(body []byte, name string) (float64, error) {
-	scanner := bufio.NewScanner(bytes.NewReader(body))
-	scanner.Buffer(make([]byte, 1<<20), 1<<20)
-	for scanner.Scan() {
-		if value, ok := strings.CutPrefix(scanner.Text(), name+" "); ok {
-			return strconv.ParseFloat(strings.TrimSpace(value), 64)
-		}
-	}
-	if err := scanner.Err(); err != nil {
-		return 0, err
-	}
-	return 0, errors.New("no " + name + " in /metrics")
-}
+// cpuMetric is a process's CPU time, served by Go programs.
+const cpuMetric = "process_cpu_seconds_total"
 
 // measured runs load and returns its result with the CPU each process
 // spent during it.

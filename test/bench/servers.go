@@ -1,27 +1,21 @@
 package bench
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime/pprof"
-	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/go-logr/logr"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
-	"github.com/kube-events/events-apiserver/test/freeport"
+	"github.com/kube-events/events-apiserver/test/harness"
 	"github.com/kube-events/events-apiserver/test/integration/framework"
 )
 
@@ -62,70 +56,32 @@ const benchRateLimits = `    limits:
 
 // startEventsAPIServer starts the server binary as its own process (so
 // that its memory is its own) in standalone mode on a fresh etcd of the
-// assets, and waits until it has written its admin kubeconfig.
+// assets, and waits until it is ready.
 func startEventsAPIServer(ctx context.Context, assets, binary string, env []string, dir string) (*target, error) {
-	etcd, err := framework.RunEtcd(filepath.Join(assets, "etcd"), filepath.Join(dir, "etcd"))
+	etcd, err := harness.StartEtcd(filepath.Join(assets, "etcd"), filepath.Join(dir, "etcd"), 1, "--log-level=error")
 	if err != nil {
 		return nil, fmt.Errorf("starting etcd: %w", err)
 	}
-	ports, err := freeport.Ports(1)
-	if err != nil {
-		return nil, errors.Join(err, etcd.Stop())
-	}
-	port := ports[0]
-	dataDir := filepath.Join(dir, "events-apiserver")
 	admissionConfig, err := framework.WriteRateLimitAdmissionConfig(dir, benchRateLimits)
 	if err != nil {
 		return nil, errors.Join(err, etcd.Stop())
 	}
-	var output bytes.Buffer
-	cmd := exec.Command(binary,
-		"--standalone",
-		"--data-dir="+dataDir,
-		"--secure-port="+strconv.Itoa(port),
+	server, err := harness.NewServer(binary, filepath.Join(dir, "events-apiserver"),
 		"--etcd-servers="+etcd.Endpoints[0],
 		"--admission-control-config-file="+admissionConfig,
 	)
-	cmd.Env = append(os.Environ(), env...)
-	cmd.Stdout, cmd.Stderr = &output, &output
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
+	if err != nil {
 		return nil, errors.Join(err, etcd.Stop())
 	}
-	exited := make(chan struct{})
-	go func() {
-		_ = cmd.Wait()
-		close(exited)
-	}()
-	stop := func() error {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(time.Minute):
-			_ = cmd.Process.Kill()
-			<-exited
-		}
-		return etcd.Stop()
+	server.Env = env
+	if err := server.Start(); err != nil {
+		return nil, errors.Join(err, etcd.Stop())
 	}
-
-	kubeconfig := filepath.Join(dataDir, "kubeconfig")
-	var cfg *rest.Config
-	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(context.Context) (bool, error) {
-		select {
-		case <-exited:
-			return false, fmt.Errorf("events-apiserver exited: %s", output.String())
-		default:
-		}
-		if _, err := os.Stat(kubeconfig); err != nil {
-			return false, nil
-		}
-		cfg, err = clientcmd.BuildConfigFromFlags("", kubeconfig)
-		return err == nil, err
-	})
-	if err != nil {
+	stop := func() error { return errors.Join(server.Stop(), etcd.Stop()) }
+	if err := server.WaitReady(ctx, harness.ServerStartTimeout); err != nil {
 		return nil, errors.Join(err, stop())
 	}
-	return &target{name: "events-apiserver", config: cfg, etcdURL: etcd.Endpoints[0], stop: stop}, nil
+	return &target{name: "events-apiserver", config: server.RestConfig, etcdURL: etcd.Endpoints[0], stop: stop}, nil
 }
 
 // rss reads the server's resident memory from its /metrics
@@ -138,23 +94,24 @@ func rss(ctx context.Context, cfg *rest.Config) (float64, string, error) {
 	if err != nil {
 		return 0, "", err
 	}
-	body, err := c.Get().AbsPath("/metrics").DoRaw(ctx)
+	m, err := harness.ScrapeMetrics(ctx, c)
 	if err != nil {
 		return 0, "", err
 	}
-	resident, err := metricValue(body, "process_resident_memory_bytes")
-	if err != nil {
-		return 0, "", err
+	const resident = "process_resident_memory_bytes"
+	if !m.Has(resident) {
+		return 0, "", fmt.Errorf("no %s in /metrics", resident)
 	}
 	names := []string{"go_memstats_heap_inuse_bytes", "go_memstats_heap_idle_bytes", "go_memstats_heap_released_bytes", "go_memstats_next_gc_bytes", "go_memstats_stack_inuse_bytes", "go_goroutines"}
 	values := make([]float64, len(names))
 	for i, name := range names {
-		if values[i], err = metricValue(body, name); err != nil {
-			return resident, "", nil // not a Go server's metrics: no breakdown
+		if !m.Has(name) {
+			return m.Value(resident, nil), "", nil // not a Go server's metrics: no breakdown
 		}
+		values[i] = m.Value(name, nil)
 	}
 	const mib = 1 << 20
-	return resident, fmt.Sprintf("heap in use %.0f MiB, free heap kept %.0f MiB, next GC at %.0f MiB, stacks %.0f MiB, %.0f goroutines",
+	return m.Value(resident, nil), fmt.Sprintf("heap in use %.0f MiB, free heap kept %.0f MiB, next GC at %.0f MiB, stacks %.0f MiB, %.0f goroutines",
 		values[0]/mib, (values[1]-values[2])/mib, values[3]/mib, values[4]/mib, values[5]), nil
 }
 

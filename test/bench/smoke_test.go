@@ -3,12 +3,12 @@ package bench
 import (
 	"bytes"
 	"context"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/kube-events/events-apiserver/test/harness"
 	"github.com/kube-events/events-apiserver/test/integration/framework"
 )
 
@@ -22,10 +22,9 @@ import (
 func TestSmoke(t *testing.T) {
 	assets := filepath.Dir(framework.EnvtestAsset(t, "kube-apiserver"))
 	dir := t.TempDir()
-	binary := filepath.Join(dir, "events-apiserver")
-	build := exec.Command("go", "build", "-o", binary, "github.com/kube-events/events-apiserver/cmd/events-apiserver")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building events-apiserver: %v\n%s", err, out)
+	binary, err := harness.BuildServer(t.Context(), dir)
+	if err != nil {
+		t.Fatal(err)
 	}
 
 	cfg := Config{

@@ -1,15 +1,15 @@
 package bench
 
 import (
-	"bufio"
-	"bytes"
 	"fmt"
 	"math"
 	"runtime/metrics"
 	"slices"
-	"strconv"
-	"strings"
 	"time"
+
+	"k8s.io/component-base/metrics/testutil"
+
+	"github.com/kube-events/events-apiserver/test/harness"
 )
 
 // tailUse tells where a phase's slowest creates spent their time. A create
@@ -62,47 +62,26 @@ func readClientTail(t *tailUse) {
 	t.clientSched = metrics.Float64Histogram{Buckets: slices.Clone(h.Buckets), Counts: slices.Clone(h.Counts)}
 }
 
-// readServerTail reads from the server's /metrics how many event creates
-// it answered and how many of them in more than slowCreate, and its
+// readServerTail reads from the server's metrics how many event creates it
+// answered and how many of them in more than slowCreate, and its
 // goroutines' scheduling latencies.
-func readServerTail(body []byte, t *tailUse) {
-	const (
-		durations = "apiserver_request_duration_seconds_bucket{"
-		sched     = `go_sched_latencies_seconds_bucket{le="`
-	)
-	within := 0.0
-	slowLE := `le="` + strconv.FormatFloat(slowCreate.Seconds(), 'g', -1, 64) + `"`
-	t.serverSched = map[float64]float64{}
-	scanner := bufio.NewScanner(bytes.NewReader(body))
-	scanner.Buffer(make([]byte, 1<<20), 1<<20)
-	for scanner.Scan() {
-		line := scanner.Text()
-		if rest, ok := strings.CutPrefix(line, sched); ok {
-			le, value, _ := strings.Cut(rest, `"} `)
-			bound, err1 := strconv.ParseFloat(le, 64)
-			n, err2 := strconv.ParseFloat(strings.TrimSpace(value), 64)
-			if err1 == nil && err2 == nil {
-				t.serverSched[bound] = n
-			}
-			continue
-		}
-		rest, ok := strings.CutPrefix(line, durations)
-		if !ok || !strings.Contains(rest, `resource="events"`) || !strings.Contains(rest, `verb="POST"`) {
-			continue
-		}
-		labels, value, _ := strings.Cut(rest, "} ")
-		n, err := strconv.ParseFloat(strings.TrimSpace(value), 64)
-		if err != nil {
-			continue
-		}
-		switch {
-		case strings.Contains(labels, `le="+Inf"`):
-			t.serverCreates += n
-		case strings.Contains(labels, slowLE):
-			within += n
+func readServerTail(m harness.Metrics, t *tailUse) {
+	creates := cumulative(m.Histogram("apiserver_request_duration_seconds", map[string]string{"resource": "events", "verb": "POST"}))
+	t.serverCreates = creates[math.Inf(1)]
+	t.serverSlow = t.serverCreates - creates[slowCreate.Seconds()]
+	t.serverSched = cumulative(m.Histogram("go_sched_latencies_seconds", nil))
+}
+
+// cumulative is the cumulative count of each bucket of vec (+Inf
+// included), summed over its histograms.
+func cumulative(vec testutil.HistogramVec) map[float64]float64 {
+	counts := map[float64]float64{}
+	for _, h := range vec {
+		for _, b := range h.GetBucket() {
+			counts[b.GetUpperBound()] += float64(b.GetCumulativeCount())
 		}
 	}
-	t.serverSlow = t.serverCreates - within
+	return counts
 }
 
 // String is the phase's tail, for its log line.

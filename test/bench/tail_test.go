@@ -4,22 +4,28 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/kube-events/events-apiserver/test/harness"
 )
 
 func TestTail(t *testing.T) {
-	before := []byte(`# HELP apiserver_request_duration_seconds ...
+	before := parse(t, `# HELP apiserver_request_duration_seconds ...
+# TYPE apiserver_request_duration_seconds histogram
 apiserver_request_duration_seconds_bucket{component="apiserver",dry_run="",group="",resource="events",scope="resource",subresource="",verb="POST",version="v1",le="0.05"} 90
 apiserver_request_duration_seconds_bucket{component="apiserver",dry_run="",group="",resource="events",scope="resource",subresource="",verb="POST",version="v1",le="0.1"} 99
 apiserver_request_duration_seconds_bucket{component="apiserver",dry_run="",group="",resource="events",scope="resource",subresource="",verb="POST",version="v1",le="+Inf"} 100
 apiserver_request_duration_seconds_bucket{component="apiserver",dry_run="",group="",resource="events",scope="resource",subresource="",verb="LIST",version="v1",le="+Inf"} 7
+# TYPE go_sched_latencies_seconds histogram
 go_sched_latencies_seconds_bucket{le="0.001"} 900
 go_sched_latencies_seconds_bucket{le="0.01"} 1000
 go_sched_latencies_seconds_bucket{le="+Inf"} 1000
 `)
-	after := []byte(`apiserver_request_duration_seconds_bucket{component="apiserver",dry_run="",group="events.k8s.io",resource="events",scope="resource",subresource="",verb="POST",version="v1",le="0.1"} 100
+	after := parse(t, `# TYPE apiserver_request_duration_seconds histogram
+apiserver_request_duration_seconds_bucket{component="apiserver",dry_run="",group="events.k8s.io",resource="events",scope="resource",subresource="",verb="POST",version="v1",le="0.1"} 100
 apiserver_request_duration_seconds_bucket{component="apiserver",dry_run="",group="events.k8s.io",resource="events",scope="resource",subresource="",verb="POST",version="v1",le="+Inf"} 100
 apiserver_request_duration_seconds_bucket{component="apiserver",dry_run="",group="",resource="events",scope="resource",subresource="",verb="POST",version="v1",le="0.1"} 1089
 apiserver_request_duration_seconds_bucket{component="apiserver",dry_run="",group="",resource="events",scope="resource",subresource="",verb="POST",version="v1",le="+Inf"} 1100
+# TYPE go_sched_latencies_seconds histogram
 go_sched_latencies_seconds_bucket{le="0.001"} 1000
 go_sched_latencies_seconds_bucket{le="0.01"} 1900
 go_sched_latencies_seconds_bucket{le="+Inf"} 2000
@@ -48,4 +54,13 @@ go_sched_latencies_seconds_bucket{le="+Inf"} 2000
 			}
 		})
 	}
+}
+
+func parse(t *testing.T, text string) harness.Metrics {
+	t.Helper()
+	m, err := harness.ParseMetrics([]byte(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
 }

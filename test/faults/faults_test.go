@@ -3,11 +3,12 @@ package faults
 import (
 	"context"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/kube-events/events-apiserver/test/harness"
 )
 
 // faultDuration is how long etcd or the server stays away in the faults
@@ -24,8 +25,8 @@ const recoveryTimeout = 2 * time.Minute
 // env is what one fault runs against: etcd (nil with the embedded one),
 // the server and the namespace of its events.
 type env struct {
-	etcd      *etcdCluster
-	server    *server
+	etcd      *harness.Etcd
+	server    *harness.Server
 	namespace string
 }
 
@@ -53,12 +54,12 @@ func TestFaults(t *testing.T) {
 			start:    externalEtcd(1),
 			etcdAway: true,
 			inject: func(t *testing.T, e *env, l *load) (time.Time, map[string]written) {
-				member := e.etcd.members[0]
-				if err := member.kill(); err != nil {
+				member := e.etcd.Members[0]
+				if err := member.Kill(); err != nil {
 					t.Fatal(err)
 				}
 				<-time.After(faultDuration)
-				if err := member.start(); err != nil {
+				if err := member.Start(); err != nil {
 					t.Fatal(err)
 				}
 				return time.Now(), nil
@@ -68,11 +69,11 @@ func TestFaults(t *testing.T) {
 			name:  "1. embedded etcd: server SIGKILL, back after 5s",
 			start: embeddedEtcd,
 			inject: func(t *testing.T, e *env, l *load) (time.Time, map[string]written) {
-				if err := e.server.kill(); err != nil {
+				if err := e.server.Kill(); err != nil {
 					t.Fatal(err)
 				}
 				<-time.After(faultDuration)
-				if err := e.server.start(); err != nil {
+				if err := e.server.Start(); err != nil {
 					t.Fatal(err)
 				}
 				return time.Now(), nil
@@ -82,10 +83,10 @@ func TestFaults(t *testing.T) {
 			name:  "2. server SIGKILL, restarted on the same data",
 			start: externalEtcd(1),
 			inject: func(t *testing.T, e *env, l *load) (time.Time, map[string]written) {
-				if err := e.server.kill(); err != nil {
+				if err := e.server.Kill(); err != nil {
 					t.Fatal(err)
 				}
-				if err := e.server.start(); err != nil {
+				if err := e.server.Start(); err != nil {
 					t.Fatal(err)
 				}
 				return time.Now(), nil
@@ -96,12 +97,12 @@ func TestFaults(t *testing.T) {
 			start:    externalEtcd(1),
 			etcdAway: true,
 			inject: func(t *testing.T, e *env, l *load) (time.Time, map[string]written) {
-				member := e.etcd.members[0]
-				if err := member.signal(syscall.SIGSTOP); err != nil {
+				member := e.etcd.Members[0]
+				if err := member.Pause(); err != nil {
 					t.Fatal(err)
 				}
 				<-time.After(pauseDuration)
-				if err := member.signal(syscall.SIGCONT); err != nil {
+				if err := member.Resume(); err != nil {
 					t.Fatal(err)
 				}
 				return time.Now(), nil
@@ -113,18 +114,18 @@ func TestFaults(t *testing.T) {
 			start: externalEtcd(3),
 			inject: func(t *testing.T, e *env, l *load) (time.Time, map[string]written) {
 				ctx := context.Background()
-				_, follower, err := e.etcd.leader(ctx)
+				_, follower, err := e.etcd.Leader(ctx)
 				if err != nil {
 					t.Fatal(err)
 				}
-				killFor(t, &follower.process, faultDuration)
+				killFor(t, follower.Process, faultDuration)
 				waitMembers(t, e.etcd)
 				l.waitAcked(t, 30, recoveryTimeout)
-				leader, _, err := e.etcd.leader(ctx)
+				leader, _, err := e.etcd.Leader(ctx)
 				if err != nil {
 					t.Fatal(err)
 				}
-				killFor(t, &leader.process, faultDuration)
+				killFor(t, leader.Process, faultDuration)
 				return time.Now(), nil
 			},
 		},
@@ -138,8 +139,8 @@ func TestFaults(t *testing.T) {
 // acknowledged create.
 func runFault(t *testing.T, fc faultCase) {
 	e := fc.start(t)
-	l := startLoad(t, e.server.config, e.namespace, steadyReporters())
-	h := watchHealth(t, e.server.config)
+	l := startLoad(t, e.server.RestConfig, e.namespace, steadyReporters())
+	h := watchHealth(t, e.server.RestConfig)
 	l.waitAcked(t, 60, time.Minute)
 
 	end, verified := fc.inject(t, e, l)
@@ -163,7 +164,7 @@ func runFault(t *testing.T, fc faultCase) {
 			remaining[name] = w
 		}
 	}
-	lost := verify(t, e.server.config, e.namespace, remaining)
+	lost := verify(t, e.server.RestConfig, e.namespace, remaining)
 	notReady, wentUnready, livezFailures := h.summary()
 	record(result{
 		fault: fc.name, acknowledged: len(acked), lost: len(lost), errors: errs, maxLatency: maxLatency,
@@ -191,7 +192,7 @@ func runFault(t *testing.T, fc faultCase) {
 func externalEtcd(n int) func(t *testing.T) *env {
 	return func(t *testing.T) *env {
 		etcd := startEtcd(t, n)
-		return &env{etcd: etcd, server: startServer(t, "--etcd-servers="+etcd.endpoints()), namespace: namespaceFor(t)}
+		return &env{etcd: etcd, server: startServer(t, "--etcd-servers="+endpoints(etcd)), namespace: namespaceFor(t)}
 	}
 }
 
@@ -201,32 +202,21 @@ func embeddedEtcd(t *testing.T) *env {
 }
 
 // killFor kills p with SIGKILL and starts it again after d.
-func killFor(t *testing.T, p *process, d time.Duration) {
+func killFor(t *testing.T, p *harness.Process, d time.Duration) {
 	t.Helper()
-	if err := p.kill(); err != nil {
+	if err := p.Kill(); err != nil {
 		t.Fatal(err)
 	}
 	<-time.After(d)
-	if err := p.start(); err != nil {
+	if err := p.Start(); err != nil {
 		t.Fatal(err)
 	}
 }
 
-// waitMembers waits until every member of c answers.
-func waitMembers(t *testing.T, c *etcdCluster) {
+// waitMembers waits until every member of e answers.
+func waitMembers(t *testing.T, e *harness.Etcd) {
 	t.Helper()
-	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, recoveryTimeout, true, func(ctx context.Context) (bool, error) {
-		for _, m := range c.members {
-			ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-			_, err := c.client.Status(ctx, m.clientURL)
-			cancel()
-			if err != nil {
-				return false, nil
-			}
-		}
-		return true, nil
-	})
-	if err != nil {
+	if err := e.WaitServing(context.Background(), recoveryTimeout); err != nil {
 		t.Fatalf("etcd members not all back: %v", err)
 	}
 }

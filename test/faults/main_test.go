@@ -1,9 +1,9 @@
 package faults
 
 import (
+	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -11,6 +11,8 @@ import (
 	"testing"
 	"text/tabwriter"
 	"time"
+
+	"github.com/kube-events/events-apiserver/test/harness"
 )
 
 // serverBinary is the events-apiserver built once by TestMain.
@@ -36,11 +38,8 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
-	serverBinary = filepath.Join(dir, "events-apiserver")
-	build := exec.Command("go", "build", "-o", serverBinary, "github.com/kube-events/events-apiserver/cmd/events-apiserver")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "building events-apiserver:", err)
+	if serverBinary, err = harness.BuildServer(context.Background(), dir); err != nil {
+		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 	code := m.Run()

@@ -33,20 +33,20 @@ func noSpace() faultCase {
 			etcd := startEtcd(t, 1, noSpaceQuota)
 			return &env{
 				etcd: etcd,
-				server: startServer(t, "--etcd-servers="+etcd.endpoints(),
+				server: startServer(t, "--etcd-servers="+endpoints(etcd),
 					"--event-ttl="+noSpaceTTL.String(),
 					"--etcd-maintenance-interval=2s"),
 				namespace: namespaceFor(t),
 			}
 		},
 		inject: func(t *testing.T, e *env, l *load) (time.Time, map[string]written) {
-			filler := startLoad(t, e.server.config, e.namespace+"-filler", []reporterSpec{{
+			filler := startLoad(t, e.server.RestConfig, e.namespace+"-filler", []reporterSpec{{
 				version: eventsV1, padding: noSpacePadding,
 				until: func(err error) bool { return strings.Contains(err.Error(), "database space exceeded") },
 			}})
 			filler.done.Wait()
 			end := time.Now()
-			alarms, err := e.etcd.client.AlarmList(context.Background())
+			alarms, err := e.etcd.Client.AlarmList(context.Background())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -64,8 +64,8 @@ func noSpace() faultCase {
 			verified, _, _, _ := l.snapshot()
 			fillerAcked, fillerErrs, _, _ := filler.snapshot()
 			for _, lost := range [][]string{
-				verify(t, e.server.config, e.namespace, verified),
-				verify(t, e.server.config, e.namespace+"-filler", fillerAcked),
+				verify(t, e.server.RestConfig, e.namespace, verified),
+				verify(t, e.server.RestConfig, e.namespace+"-filler", fillerAcked),
 			} {
 				if len(lost) > 0 {
 					t.Errorf("under NOSPACE, %d acknowledged creates are not readable:\n%s", len(lost), strings.Join(first(lost, 20), "\n"))

@@ -63,7 +63,7 @@ func (w *watcher) listCount() int {
 // resourceVersion or listed again.
 func TestWatchersAcrossRestart(t *testing.T) {
 	etcd := startEtcd(t, 1)
-	s := startServer(t, "--etcd-servers="+etcd.endpoints())
+	s := startServer(t, "--etcd-servers="+endpoints(etcd))
 	namespace := namespaceFor(t)
 
 	ctx, cancel := context.WithCancel(context.Background())
@@ -72,7 +72,7 @@ func TestWatchersAcrossRestart(t *testing.T) {
 	var synced []cache.InformerSynced
 	clients := map[string]rest.Interface{}
 	for _, version := range []string{coreV1, eventsV1beta1, eventsV1} {
-		clients[version] = restClient(t, s.config, version)
+		clients[version] = restClient(t, s.RestConfig, version)
 	}
 	for i := range watchers {
 		version := []string{coreV1, eventsV1beta1, eventsV1}[i%3]
@@ -97,12 +97,12 @@ func TestWatchersAcrossRestart(t *testing.T) {
 		spec.objects, spec.objectPrefix = watcherCount, "w"
 		specs = append(specs, spec)
 	}
-	l := startLoad(t, s.config, namespace, specs)
-	h := watchHealth(t, s.config)
+	l := startLoad(t, s.RestConfig, namespace, specs)
+	h := watchHealth(t, s.RestConfig)
 	l.waitAcked(t, 60, time.Minute)
 
-	s.stop() // SIGTERM: a graceful restart, as in a rolling update
-	if err := s.start(); err != nil {
+	_ = s.Stop() // SIGTERM: a graceful restart, as in a rolling update
+	if err := s.Start(); err != nil {
 		t.Fatal(err)
 	}
 	end := time.Now()
@@ -143,7 +143,7 @@ func TestWatchersAcrossRestart(t *testing.T) {
 			relisted++
 		}
 	}
-	lost := verify(t, s.config, namespace, acked)
+	lost := verify(t, s.RestConfig, namespace, acked)
 	notReady, _, livezFailures := h.summary()
 	note := fmt.Sprintf("%d watchers: %d listed again, %d resumed; %d events missed", watcherCount, relisted, watcherCount-relisted, len(missed))
 	record(result{

@@ -39,6 +39,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/kube-events/events-apiserver/test/freeport"
+	"github.com/kube-events/events-apiserver/test/harness"
 )
 
 // The image's contract with the manifests.
@@ -224,7 +225,10 @@ func TestImageRunsNonRootOnReadOnlyRoot(t *testing.T) {
 // returns it with the version it must carry (hack/ldflags.sh --env).
 func buildImage(t *testing.T) (string, map[string]string) {
 	t.Helper()
-	root := repoRoot(t)
+	root, err := harness.ModuleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
 	env, err := exec.Command(filepath.Join(root, "hack", "ldflags.sh"), "--env").Output()
 	if err != nil {
 		t.Fatal(err)
@@ -241,21 +245,6 @@ func buildImage(t *testing.T) (string, map[string]string) {
 		t.Fatalf("hack/build-image.sh: %v\n%s", err, out)
 	}
 	return archive, want
-}
-
-func repoRoot(t *testing.T) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for ; dir != "/"; dir = filepath.Dir(dir) {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-	}
-	t.Fatal("no go.mod above the test's directory")
-	return ""
 }
 
 // readArchive reads the OCI layout in the archive: index, manifest,

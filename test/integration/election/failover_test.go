@@ -18,6 +18,7 @@ import (
 
 	"github.com/kube-events/events-apiserver/pkg/apiserver"
 	"github.com/kube-events/events-apiserver/pkg/leaderelection"
+	"github.com/kube-events/events-apiserver/test/harness"
 	"github.com/kube-events/events-apiserver/test/integration/framework"
 )
 
@@ -25,14 +26,14 @@ import (
 const failoverTimeout = 30 * time.Second
 
 func TestControllersFailOver(t *testing.T) {
-	binary, err := framework.BuildServer(t.Context(), t.TempDir())
+	binary, err := harness.BuildServer(t.Context(), t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
 	tests := []struct {
 		name string
 		// stop ends the leader.
-		stop func(*framework.ServerProcess) error
+		stop func(*harness.Server) error
 		// lease is --leader-elect-lease-duration: how long a leader that
 		// did not resign keeps the controllers.
 		lease time.Duration
@@ -40,14 +41,14 @@ func TestControllersFailOver(t *testing.T) {
 		// before its lease would expire.
 		resigns bool
 	}{
-		{name: "SIGTERM", stop: (*framework.ServerProcess).Stop, lease: 15 * time.Second, resigns: true},
-		{name: "SIGKILL", stop: (*framework.ServerProcess).Kill, lease: 3 * time.Second},
+		{name: "SIGTERM", stop: (*harness.Server).Stop, lease: 15 * time.Second, resigns: true},
+		{name: "SIGKILL", stop: (*harness.Server).Kill, lease: 3 * time.Second},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			etcd := framework.StartEtcd(t)
 			names := []string{"a", "b"}
-			replicas := []*framework.ServerProcess{
+			replicas := []*harness.Server{
 				startReplica(t, binary, etcd, names[0], tt.lease),
 				startReplica(t, binary, etcd, names[1], tt.lease),
 			}
@@ -79,9 +80,9 @@ func TestControllersFailOver(t *testing.T) {
 
 // startReplica runs the server as process name on etcd, its election
 // identity name and its lease duration lease.
-func startReplica(t *testing.T, binary string, etcd *framework.Etcd, name string, lease time.Duration) *framework.ServerProcess {
+func startReplica(t *testing.T, binary string, etcd *framework.Etcd, name string, lease time.Duration) *harness.Server {
 	t.Helper()
-	p, err := framework.StartServerProcess(t.Context(), binary, filepath.Join(t.TempDir(), name),
+	p, err := harness.StartServer(t.Context(), binary, filepath.Join(t.TempDir(), name),
 		"--etcd-servers="+etcd.Endpoints[0],
 		"--leader-elect-identity="+name,
 		fmt.Sprintf("--leader-elect-lease-duration=%v", lease))
@@ -100,9 +101,9 @@ func startReplica(t *testing.T, binary string, etcd *framework.Etcd, name string
 // waitForLeader waits, at most failoverTimeout, until exactly one of
 // replicas (nil ones skipped) reports leading on /metrics, and checks that
 // the election key in etcd names it; it returns its index.
-func waitForLeader(t *testing.T, etcd *framework.Etcd, names []string, replicas []*framework.ServerProcess) int {
+func waitForLeader(t *testing.T, etcd *framework.Etcd, names []string, replicas []*harness.Server) int {
 	t.Helper()
-	lead, err := framework.Leader(t.Context(), failoverTimeout, replicas...)
+	lead, err := harness.Leader(t.Context(), failoverTimeout, replicas...)
 	if err != nil {
 		t.Fatal(err)
 	}

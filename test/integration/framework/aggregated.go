@@ -43,6 +43,7 @@ import (
 
 	"github.com/kube-events/events-apiserver/cmd/events-apiserver/app"
 	"github.com/kube-events/events-apiserver/pkg/embedded/pki"
+	"github.com/kube-events/events-apiserver/test/harness"
 )
 
 // The names the aggregated install uses; they match artifacts/.
@@ -149,7 +150,7 @@ func StartAggregatedCluster(o AggregatedClusterOptions) (c *AggregatedCluster, e
 		o.Timeout = 3 * time.Minute
 	}
 	if o.RepoRoot == "" {
-		if o.RepoRoot, err = aggregatedModuleRoot(); err != nil {
+		if o.RepoRoot, err = harness.ModuleRoot(); err != nil {
 			return nil, err
 		}
 	}
@@ -725,25 +726,6 @@ func (c *AggregatedCluster) Stop() error {
 // envtest started for kube-apiserver.
 func (c *AggregatedCluster) MainEtcdEndpoint() string {
 	return c.Env.ControlPlane.Etcd.URL.String()
-}
-
-// aggregatedModuleRoot walks up from the working directory to go.mod.
-func aggregatedModuleRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if data, err := os.ReadFile(filepath.Join(dir, "go.mod")); err == nil &&
-			strings.Contains(string(data), "module github.com/kube-events/events-apiserver\n") {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("module root (go.mod of github.com/kube-events/events-apiserver) not found above the working directory")
-		}
-		dir = parent
-	}
 }
 
 // aggregatedFlagSet is the command line of our server, as the command has it.

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/kube-events/events-apiserver/test/harness"
 )
 
 // kubectlTimeout bounds one kubectl run.
@@ -19,16 +21,7 @@ const kubectlTimeout = time.Minute
 // test, never skips it, when KUBEBUILDER_ASSETS is unset or lacks name.
 func EnvtestAsset(t testing.TB, name string) string {
 	t.Helper()
-	assets := os.Getenv("KUBEBUILDER_ASSETS")
-	if assets == "" {
-		t.Fatalf("KUBEBUILDER_ASSETS is not set; these tests need the envtest binaries (%s): "+
-			`run them with KUBEBUILDER_ASSETS="$(hack/envtest-assets.sh)"`, name)
-	}
-	path := filepath.Join(assets, name)
-	if info, err := os.Stat(path); err != nil || info.IsDir() || info.Mode()&0o111 == 0 {
-		t.Fatalf("KUBEBUILDER_ASSETS=%s has no executable %s (%v): rebuild the assets with hack/envtest-assets.sh", assets, name, err)
-	}
-	return path
+	return harness.EnvtestAsset(t, name)
 }
 
 // Kubectl runs the kubectl of the envtest assets with kubeconfig and args

@@ -9,30 +9,23 @@
 package framework
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/spf13/pflag"
-	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/kube-events/events-apiserver/cmd/events-apiserver/app"
-	"github.com/kube-events/events-apiserver/test/freeport"
+	"github.com/kube-events/events-apiserver/test/harness"
 )
 
 // serverStartTimeout bounds one start of the server, embedded etcd included.
@@ -289,136 +282,18 @@ func (s *Server) removeDataDir() {
 
 // Etcd is an etcd binary of the envtest assets, started by the framework,
 // for tests that look at what the server stores: keys and leases.
-type Etcd struct {
-	// Endpoints are the client URLs (plain http on 127.0.0.1).
-	Endpoints []string
-	// Client is connected to Endpoints.
-	Client *clientv3.Client
-	// DataDir is etcd's data directory.
-	DataDir string
+type Etcd = harness.Etcd
 
-	cmd    *exec.Cmd
-	exited chan struct{}
-	output *bytes.Buffer
-}
-
-// StartEtcd starts $KUBEBUILDER_ASSETS/etcd on free loopback ports with a
-// t.TempDir data directory, waits until it answers, and stops it when the
-// test ends. It fails the test if KUBEBUILDER_ASSETS is unset.
+// StartEtcd starts $KUBEBUILDER_ASSETS/etcd, one member on free loopback
+// ports with a t.TempDir data directory, waits until it answers, and stops
+// it when the test ends. It fails the test if KUBEBUILDER_ASSETS is unset.
 func StartEtcd(t testing.TB) *Etcd {
 	t.Helper()
-	e, err := RunEtcd(EnvtestAsset(t, "etcd"), t.TempDir())
-	if err != nil {
-		t.Fatalf("starting etcd: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := e.Stop(); err != nil {
-			t.Errorf("stopping etcd: %v", err)
-		}
-	})
-	return e
+	return harness.StartTestEtcd(t)
 }
 
 // RunEtcd is StartEtcd for callers without a testing.TB: it starts the
-// etcd binary at path on dataDir; the caller must Stop it.
-func RunEtcd(path, dataDir string) (*Etcd, error) {
-	ports, err := freeport.Ports(2)
-	if err != nil {
-		return nil, err
-	}
-	client := "http://127.0.0.1:" + strconv.Itoa(ports[0])
-	peer := "http://127.0.0.1:" + strconv.Itoa(ports[1])
-	e := &Etcd{Endpoints: []string{client}, DataDir: dataDir, exited: make(chan struct{}), output: &bytes.Buffer{}}
-	e.cmd = exec.Command(path,
-		"--name=default",
-		"--data-dir="+dataDir,
-		"--listen-client-urls="+client,
-		"--advertise-client-urls="+client,
-		"--listen-peer-urls="+peer,
-		"--initial-advertise-peer-urls="+peer,
-		"--initial-cluster=default="+peer,
-		"--unsafe-no-fsync",
-		"--log-level=error",
-	)
-	e.cmd.Stdout = &etcdSyncWriter{w: e.output}
-	e.cmd.Stderr = e.cmd.Stdout
-	// Dies with the test process, even if that one is killed.
-	e.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := e.cmd.Start(); err != nil {
-		return nil, err
-	}
-	go func() {
-		_ = e.cmd.Wait()
-		close(e.exited)
-	}()
-
-	e.Client, err = clientv3.New(clientv3.Config{Endpoints: e.Endpoints, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
-	if err != nil {
-		_ = e.Stop()
-		return nil, err
-	}
-	var lastErr error
-	err = wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		select {
-		case <-e.exited:
-			return false, fmt.Errorf("etcd exited: %s", e.Output())
-		default:
-		}
-		ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		defer cancel()
-		_, lastErr = e.Client.Get(ctx, "health")
-		return lastErr == nil, nil
-	})
-	if err != nil {
-		_ = e.Stop()
-		if lastErr != nil {
-			err = fmt.Errorf("%w (last error: %v); output: %s", err, lastErr, e.Output())
-		}
-		return nil, fmt.Errorf("etcd not answering in 30s: %w", err)
-	}
-	return e, nil
-}
-
-// Output is what etcd printed so far.
-func (e *Etcd) Output() string {
-	w := e.cmd.Stdout.(*etcdSyncWriter)
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return e.output.String()
-}
-
-// Stop closes the client and terminates etcd, waiting until it has exited.
-func (e *Etcd) Stop() error {
-	var errs []error
-	if e.Client != nil {
-		if err := e.Client.Close(); err != nil && !errors.Is(err, context.Canceled) {
-			errs = append(errs, err)
-		}
-		e.Client = nil
-	}
-	select {
-	case <-e.exited:
-		return errors.Join(errs...)
-	default:
-	}
-	_ = e.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-e.exited:
-	case <-time.After(10 * time.Second):
-		_ = e.cmd.Process.Kill()
-		<-e.exited
-	}
-	return errors.Join(errs...)
-}
-
-// etcdSyncWriter lets etcd's output be read while etcd writes it.
-type etcdSyncWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (w *etcdSyncWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.w.Write(p)
+// etcd binary at path, one member, in dir; the caller must Stop it.
+func RunEtcd(path, dir string) (*Etcd, error) {
+	return harness.StartEtcd(path, dir, 1, "--log-level=error")
 }

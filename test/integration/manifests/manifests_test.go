@@ -34,6 +34,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/kube-events/events-apiserver/cmd/events-apiserver/app"
+	"github.com/kube-events/events-apiserver/test/harness"
 )
 
 const (
@@ -85,7 +86,7 @@ func startCluster(t *testing.T) *cluster {
 	if _, err := os.Stat(kubectl); err != nil {
 		t.Fatalf("KUBEBUILDER_ASSETS=%s has no kubectl (hack/envtest-assets.sh builds one): %v", assets, err)
 	}
-	root, err := repoRoot()
+	root, err := harness.ModuleRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,24 +123,6 @@ func startCluster(t *testing.T) *cluster {
 	}
 	c.applyForReal(t, []*unstructured.Unstructured{ns})
 	return c
-}
-
-// repoRoot is the directory holding go.mod, above the working directory.
-func repoRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("no go.mod above the working directory")
-		}
-		dir = parent
-	}
 }
 
 // run runs kubectl against the cluster, feeding it stdin.

@@ -9,8 +9,6 @@
 package mirror
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -30,6 +28,7 @@ import (
 	"k8s.io/client-go/tools/events"
 
 	pkgmirror "github.com/kube-events/events-apiserver/pkg/mirror"
+	"github.com/kube-events/events-apiserver/test/harness"
 	"github.com/kube-events/events-apiserver/test/integration/framework"
 )
 
@@ -50,7 +49,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	if serverBinary, err = framework.BuildServer(context.Background(), dir); err != nil {
+	if serverBinary, err = harness.BuildServer(context.Background(), dir); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
@@ -366,28 +365,17 @@ func TestRestartMidStreamLeavesNoDuplicatesAndNoGaps(t *testing.T) {
 	}
 }
 
-// metric reads one sample, by its name and labels as /metrics prints
-// them, from our server's /metrics (0 when absent).
-func metric(t *testing.T, c *framework.AggregatedCluster, sample string) float64 {
+// metric reads metric name, summed over its labels, from our server's
+// /metrics (0 when absent).
+func metric(t *testing.T, c *framework.AggregatedCluster, name string) float64 {
 	t.Helper()
 	direct, err := kubernetes.NewForConfig(c.ServerConfig)
 	if err != nil {
 		t.Fatal(err)
 	}
-	body, err := direct.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(testContext(t))
+	m, err := harness.ScrapeMetrics(testContext(t), direct.CoreV1().RESTClient())
 	if err != nil {
 		t.Fatal(err)
 	}
-	scanner := bufio.NewScanner(bytes.NewReader(body))
-	scanner.Buffer(make([]byte, 1<<20), 1<<20)
-	for scanner.Scan() {
-		if value, ok := strings.CutPrefix(scanner.Text(), sample+" "); ok {
-			v, err := strconv.ParseFloat(value, 64)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return v
-		}
-	}
-	return 0
+	return m.Value(name, nil)
 }

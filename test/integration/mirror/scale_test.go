@@ -22,15 +22,16 @@ import (
 	"k8s.io/client-go/tools/pager"
 
 	pkgmirror "github.com/kube-events/events-apiserver/pkg/mirror"
+	"github.com/kube-events/events-apiserver/test/harness"
 	"github.com/kube-events/events-apiserver/test/integration/framework"
 )
 
 // startReplica runs our server as a process of its own on etcd, mirroring
 // the cluster's kube-apiserver with the given extra flags.
-func startReplica(t *testing.T, etcd *framework.Etcd, name string, flags ...string) *framework.ServerProcess {
+func startReplica(t *testing.T, etcd *framework.Etcd, name string, flags ...string) *harness.Server {
 	t.Helper()
 	args := append([]string{"--etcd-servers=" + etcd.Endpoints[0], "--mirror=true", "--mirror-kubeconfig=" + cluster.Kubeconfig}, flags...)
-	p, err := framework.StartServerProcess(testContext(t), serverBinary, filepath.Join(t.TempDir(), name), args...)
+	p, err := harness.StartServer(testContext(t), serverBinary, filepath.Join(t.TempDir(), name), args...)
 	if err != nil {
 		t.Fatalf("starting replica %s: %v", name, err)
 	}
@@ -137,7 +138,7 @@ func waitMirrored(t *testing.T, cs kubernetes.Interface, ns string, timeout time
 	}
 }
 
-func replicaClient(t *testing.T, p *framework.ServerProcess) kubernetes.Interface {
+func replicaClient(t *testing.T, p *harness.Server) kubernetes.Interface {
 	t.Helper()
 	cs, err := kubernetes.NewForConfig(p.RestConfig)
 	if err != nil {
@@ -146,7 +147,7 @@ func replicaClient(t *testing.T, p *framework.ServerProcess) kubernetes.Interfac
 	return cs
 }
 
-func replicaMetrics(t *testing.T, p *framework.ServerProcess) map[string]float64 {
+func replicaMetrics(t *testing.T, p *harness.Server) harness.Metrics {
 	t.Helper()
 	m, err := p.Metrics(testContext(t))
 	if err != nil {
@@ -155,12 +156,17 @@ func replicaMetrics(t *testing.T, p *framework.ServerProcess) map[string]float64
 	return m
 }
 
+// The mirror's metrics the tests read.
 const (
-	createsSample = `events_apiserver_mirror_writes_total{operation="create"}`
-	updatesSample = `events_apiserver_mirror_writes_total{operation="update"}`
-	pausedSample  = `events_apiserver_mirror_read_paused_seconds_total`
-	droppedSample = `events_apiserver_mirror_dropped_total{reason="invalid"}`
+	writesMetric  = "events_apiserver_mirror_writes_total"
+	pausedMetric  = "events_apiserver_mirror_read_paused_seconds_total"
+	droppedMetric = "events_apiserver_mirror_dropped_total"
 )
+
+// mirrored is how many events the mirror created and updated.
+func mirrored(m harness.Metrics) (created, updated float64) {
+	return m.Value(writesMetric, map[string]string{"operation": "create"}), m.Value(writesMetric, map[string]string{"operation": "update"})
+}
 
 // A first list far larger than every buffer of the mirror (30 pages of 50,
 // 15 times the 100 events that may wait) is mirrored completely: the reader
@@ -175,11 +181,12 @@ func TestRelistLargerThanEveryBufferLosesNothing(t *testing.T) {
 	waitMirrored(t, replicaClient(t, replica), ns, 3*time.Minute)
 
 	metrics := replicaMetrics(t, replica)
-	if metrics[pausedSample] <= 0 {
-		t.Errorf("%s = %v, want the reader paused while 100 events waited", pausedSample, metrics[pausedSample])
+	if paused := metrics.Value(pausedMetric, nil); paused <= 0 {
+		t.Errorf("%s = %v, want the reader paused while 100 events waited", pausedMetric, paused)
 	}
-	if metrics[droppedSample] != 0 || metrics[createsSample] < events {
-		t.Errorf("dropped %v, created %v; want 0 dropped and at least %d created", metrics[droppedSample], metrics[createsSample], events)
+	dropped := metrics.Value(droppedMetric, map[string]string{"reason": "invalid"})
+	if created, _ := mirrored(metrics); dropped != 0 || created < events {
+		t.Errorf("dropped %v, created %v; want 0 dropped and at least %d created", dropped, created, events)
 	}
 }
 
@@ -238,9 +245,9 @@ func (p *putsPerVersion) writtenTwice() []string {
 
 // leader waits until exactly one of replicas leads the controllers election and
 // returns its index.
-func leader(t *testing.T, replicas ...*framework.ServerProcess) int {
+func leader(t *testing.T, replicas ...*harness.Server) int {
 	t.Helper()
-	lead, err := framework.Leader(testContext(t), 45*time.Second, replicas...)
+	lead, err := harness.Leader(testContext(t), 45*time.Second, replicas...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -253,7 +260,7 @@ func TestTwoReplicasWriteEachChangeOnce(t *testing.T) {
 	etcd := framework.StartEtcd(t)
 	ns := newNamespace(t, cluster)
 	puts := watchPuts(t, etcd, ns)
-	replicas := []*framework.ServerProcess{startReplica(t, etcd, "a"), startReplica(t, etcd, "b")}
+	replicas := []*harness.Server{startReplica(t, etcd, "a"), startReplica(t, etcd, "b")}
 	lead := leader(t, replicas...)
 
 	const events = 200
@@ -275,15 +282,16 @@ func TestTwoReplicasWriteEachChangeOnce(t *testing.T) {
 		t.Errorf("upstream versions written more than once: %v", twice)
 	}
 	follower := replicaMetrics(t, replicas[1-lead])
-	if follower[createsSample]+follower[updatesSample] != 0 || follower[framework.LeaderSample] != 0 {
-		t.Errorf("the follower wrote %v creates and %v updates, leader gauge %v; want none: only the leader mirrors",
-			follower[createsSample], follower[updatesSample], follower[framework.LeaderSample])
+	if created, updated := mirrored(follower); created+updated != 0 || harness.Leads(follower) {
+		t.Errorf("the follower wrote %v creates and %v updates, leads %v; want none: only the leader mirrors",
+			created, updated, harness.Leads(follower))
 	}
 	leading := replicaMetrics(t, replicas[lead])
 	puts.mu.Lock()
 	total := puts.total
 	puts.mu.Unlock()
-	if written := leading[createsSample] + leading[updatesSample]; written < float64(total) || total < events {
+	if created, updated := mirrored(leading); created+updated < float64(total) || total < events {
+		written := created + updated
 		t.Errorf("leader wrote %v times, etcd saw %d writes of %s; want every write from the leader and at least %d", written, total, ns, events)
 	}
 }
@@ -294,7 +302,7 @@ func TestTwoReplicasWriteEachChangeOnce(t *testing.T) {
 func TestLeaderKilledMidStreamOtherTakesOver(t *testing.T) {
 	etcd := framework.StartEtcd(t)
 	ns := newNamespace(t, cluster)
-	replicas := []*framework.ServerProcess{startReplica(t, etcd, "a"), startReplica(t, etcd, "b")}
+	replicas := []*harness.Server{startReplica(t, etcd, "a"), startReplica(t, etcd, "b")}
 	lead := leader(t, replicas...)
 	follower := replicas[1-lead]
 
@@ -416,7 +424,7 @@ func TestMirrorRefusesAStoreSharedWithKubeAPIServer(t *testing.T) {
 	if err := offload.StopServer(); err != nil {
 		t.Fatal(err)
 	}
-	p, err := framework.StartServerProcess(testContext(t), serverBinary, filepath.Join(t.TempDir(), "offload-mirror"),
+	p, err := harness.StartServer(testContext(t), serverBinary, filepath.Join(t.TempDir(), "offload-mirror"),
 		"--etcd-servers="+offload.EventsEtcd.Endpoints[0], "--mirror=true", "--mirror-kubeconfig="+offload.Kubeconfig)
 	if err != nil {
 		t.Fatal(err)

@@ -28,6 +28,7 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/kube-events/events-apiserver/pkg/recorder"
+	"github.com/kube-events/events-apiserver/test/harness"
 	"github.com/kube-events/events-apiserver/test/integration/framework"
 )
 
@@ -262,23 +263,11 @@ func summarize(stored []storedEvent) []summary {
 // counter reads a recorder counter from the legacy registry.
 func counter(t *testing.T, name, label, value string) float64 {
 	t.Helper()
-	families, err := legacyregistry.DefaultGatherer.Gather()
+	m, err := harness.GatherMetrics(legacyregistry.DefaultGatherer)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, family := range families {
-		if family.GetName() != name {
-			continue
-		}
-		for _, m := range family.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == label && l.GetValue() == value {
-					return m.GetCounter().GetValue()
-				}
-			}
-		}
-	}
-	return 0
+	return m.Value(name, map[string]string{label: value})
 }
 
 // counters reads the recorder's counters by label value.

@@ -12,10 +12,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/events"
+	watchtools "k8s.io/client-go/tools/watch"
 
 	ourv1 "github.com/kube-events/events-apiserver/pkg/apis/events/v1"
 	"github.com/kube-events/events-apiserver/pkg/generated/clientset/versioned"
@@ -114,6 +116,25 @@ func waitForEvents(t *testing.T, c clients, namespace string, what string, done 
 		t.Fatalf("waiting for %s: %v; events now: %s", what, err, describe(items))
 	}
 	return items
+}
+
+// expectNoWrite watches the events of namespace from resourceVersion for
+// quiet and fails the test if any is written meanwhile.
+func expectNoWrite(t *testing.T, c clients, namespace, resourceVersion string, quiet time.Duration) {
+	t.Helper()
+	w, err := c.ours.EventsV1().Events(namespace).Watch(testContext(t), metav1.ListOptions{ResourceVersion: resourceVersion})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(testContext(t), quiet)
+	defer cancel()
+	got, err := watchtools.UntilWithoutRetry(ctx, w, func(watch.Event) (bool, error) { return true, nil })
+	switch {
+	case err == nil:
+		t.Fatalf("%s written within %v of the expected last write: %+v", got.Type, quiet, got.Object)
+	case !wait.Interrupted(err):
+		t.Fatalf("watching events of %s: %v", namespace, err)
+	}
 }
 
 func describe(items []ourv1.Event) string {

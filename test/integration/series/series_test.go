@@ -48,18 +48,15 @@ func TestEventSeriesWithDefaults(t *testing.T) {
 		// NotFound, client-go creates the series, that create then gets
 		// AlreadyExists, and client-go patches again about 10s later: the
 		// wait covers both orders.
-		waitForEvents(t, c, namespace, "one event with a series", func(items []ourv1.Event) bool {
-			return len(items) == 1 && items[0].Series != nil
+		items := waitForEvents(t, c, namespace, "one event with a series of count 2, Ongoing", func(items []ourv1.Event) bool {
+			return len(items) == 1 && items[0].Series != nil && items[0].Series.Count == 2 &&
+				items[0].Series.State == ourv1.EventSeriesStateOngoing
 		})
 		// client-go sends count 2 when the second occurrence turns the
 		// singleton into a series, then only counts in its cache until a
 		// heartbeat (30m) or the final write (6m after the last occurrence).
 		// Nothing more arrives in the meantime.
-		time.Sleep(time.Second)
-		items := waitForEvents(t, c, namespace, "the same event", func(items []ourv1.Event) bool { return true })
-		if len(items) != 1 {
-			t.Fatalf("%d events stored, want exactly 1: %s", len(items), describe(items))
-		}
+		expectNoWrite(t, c, namespace, items[0].ResourceVersion, time.Second)
 		event := items[0]
 		if event.Series == nil || event.Series.Count != 2 || event.Series.State != ourv1.EventSeriesStateOngoing {
 			t.Fatalf("stored %s, want a series with count 2 and state Ongoing", describe(items))

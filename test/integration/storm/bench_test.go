@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -16,6 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -33,6 +35,14 @@ const (
 	stormWorkers    = 4  // concurrent hot-loop connections
 	quietReporters  = 20 // (b)
 	quietRate       = 5  // (b) distinct events per second per reporter
+
+	quietControllerPrefix = "bench.example.com/quiet-"
+
+	// (a)'s answers: its event stored under its name, folded into an
+	// earlier one, or refused with a time to come back.
+	answerStored    = "201 stored"
+	answerFolded    = "201 folded"
+	answerThrottled = "429 with Retry-After"
 )
 
 // BenchmarkStorm runs the server on its embedded etcd twice, with the
@@ -43,22 +53,32 @@ const (
 // the etcd writes (a) caused per series and in total, every answer (a) got,
 // and (b)'s create and (c)'s list latencies of both runs with their ratios.
 //
+// It fails when storm safety regresses (see checkStorm): a write of (b)
+// refused or not stored, an occurrence of (a) acknowledged but not stored
+// or folded, (a) answered otherwise than stored, folded or 429 with
+// Retry-After, or more etcd writes per series of (a) than folding allows.
+// CI runs it for 5s per run (hack/test.sh).
+//
 //	go test ./test/integration/storm -run '^$' -bench BenchmarkStorm -benchtime 1x -storm.duration 60s
 func BenchmarkStorm(b *testing.B) {
 	for range b.N {
 		quiet := runStorm(b, false)
 		storm := runStorm(b, true)
 		report(b, quiet, storm)
+		checkStorm(b, quiet, storm)
 	}
 }
 
 type stormResult struct {
 	quietCreates []time.Duration
 	quietFailed  map[int]int
+	quietStored  int // (b)'s events in the store after the run
 	lists        []time.Duration
 	// hot loop (a)
 	answers        map[string]int
 	writesBySeries map[string]int
+	stored         int // (a)'s occurrences in the store: its events' counts
+	storedErr      error
 	duration       time.Duration
 }
 
@@ -79,7 +99,9 @@ func runStorm(b *testing.B, withStorm bool) stormResult {
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 
-	// Every etcd write of (a)'s events is one watch event.
+	// Every etcd write of (a)'s events is one watch event; seen is the
+	// version of each event the watch delivered last.
+	seen := map[string]string{}
 	watcher, err := client.EventsV1().Events(benchNamespace).Watch(context.Background(),
 		metav1.ListOptions{FieldSelector: "reportingController=" + stormController})
 	if err != nil {
@@ -92,6 +114,7 @@ func runStorm(b *testing.B, withStorm bool) stormResult {
 			if e, ok := ev.Object.(*eventsv1.Event); ok && (ev.Type == watch.Added || ev.Type == watch.Modified) {
 				mu.Lock()
 				result.writesBySeries[e.Regarding.Name]++
+				seen[e.Name] = e.ResourceVersion
 				mu.Unlock()
 			}
 		}
@@ -137,11 +160,11 @@ func runStorm(b *testing.B, withStorm bool) stormResult {
 					answer := fmt.Sprint(code)
 					switch {
 					case code == http.StatusCreated && answered == name:
-						answer = "201 stored"
+						answer = answerStored
 					case code == http.StatusCreated:
-						answer = "201 folded"
+						answer = answerFolded
 					case code == http.StatusTooManyRequests && retryAfter != "":
-						answer = "429 with Retry-After"
+						answer = answerThrottled
 					}
 					mu.Lock()
 					result.answers[answer]++
@@ -160,7 +183,7 @@ func runStorm(b *testing.B, withStorm bool) stormResult {
 					return
 				case <-ticker.C:
 				}
-				controller := fmt.Sprintf("bench.example.com/quiet-%d", r)
+				controller := fmt.Sprintf("%s%d", quietControllerPrefix, r)
 				code, _, _, took := post(event(controller, fmt.Sprintf("quiet-%d-%d", r, i), fmt.Sprintf("quiet-%d-%d", r, i)))
 				if ctx.Err() != nil && code == 0 {
 					return
@@ -195,10 +218,39 @@ func runStorm(b *testing.B, withStorm bool) stormResult {
 		}
 	})
 	wg.Wait()
+	quiet, err := client.EventsV1().Events(benchNamespace).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, e := range quiet.Items {
+		if strings.HasPrefix(e.ReportingController, quietControllerPrefix) {
+			result.quietStored++
+		}
+	}
 	if withStorm {
-		// The folded counts still in memory are written within one
-		// flush interval: count those writes too.
-		time.Sleep(policyv1alpha1.DefaultFoldFlushInterval + 2*time.Second)
+		// The folded counts still in memory are written within one flush
+		// interval: wait until (a)'s events hold every occurrence it got
+		// acknowledged, and the watch has seen their last writes.
+		acknowledged := result.answers[answerStored] + result.answers[answerFolded]
+		result.storedErr = wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond,
+			policyv1alpha1.DefaultFoldFlushInterval+time.Minute, true, func(ctx context.Context) (bool, error) {
+				list, err := client.EventsV1().Events(benchNamespace).List(ctx, metav1.ListOptions{FieldSelector: "reportingController=" + stormController})
+				if err != nil {
+					return false, err
+				}
+				result.stored = 0
+				watched := true
+				mu.Lock()
+				defer mu.Unlock()
+				for _, e := range list.Items {
+					result.stored++
+					if e.Series != nil {
+						result.stored += int(e.Series.Count) - 1
+					}
+					watched = watched && seen[e.Name] == e.ResourceVersion
+				}
+				return result.stored == acknowledged && watched, nil
+			})
 	}
 	watcher.Stop()
 	<-watchDone
@@ -256,4 +308,51 @@ func report(b *testing.B, quiet, storm stormResult) {
 	fmt.Printf("(c) list p99 storm/quiet: %.2f\n", ratio(percentile(storm.lists, 0.99), percentile(quiet.lists, 0.99)))
 	b.ReportMetric(float64(total)/seconds/float64(max(len(series), 1)), "etcd-writes/s/series")
 	b.ReportMetric(ratio(percentile(storm.quietCreates, 0.99), percentile(quiet.quietCreates, 0.99)), "b-p99-ratio")
+}
+
+// checkStorm fails the benchmark when storm safety regressed: (b) refused
+// or not stored in either run; an occurrence of (a) acknowledged but
+// neither stored nor folded; (a) answered otherwise than stored, folded or
+// 429 with Retry-After; (a) stored more than the fold threshold per series,
+// or written to etcd more often than folding allows (the threshold's
+// creates, the first fold, and a flush per flush interval over the run and
+// the wait for the last flush, ticks at both ends included).
+func checkStorm(b *testing.B, quiet, storm stormResult) {
+	for _, run := range []struct {
+		name string
+		r    stormResult
+	}{{"quiet", quiet}, {"storm", storm}} {
+		if len(run.r.quietFailed) != 0 {
+			b.Errorf("%s run: (b)'s creates refused or failed, by code: %v; want none", run.name, run.r.quietFailed)
+		}
+		if len(run.r.quietCreates) == 0 || run.r.quietStored != len(run.r.quietCreates) {
+			b.Errorf("%s run: (b) has %d events stored of %d created; want all, and some", run.name, run.r.quietStored, len(run.r.quietCreates))
+		}
+	}
+	acknowledged := storm.answers[answerStored] + storm.answers[answerFolded]
+	if storm.storedErr != nil {
+		b.Errorf("(a): %d occurrences in its stored events, %d acknowledged: %v", storm.stored, acknowledged, storm.storedErr)
+	}
+	for answer, n := range storm.answers {
+		if answer != answerStored && answer != answerFolded && answer != answerThrottled {
+			b.Errorf("(a) answered %q %d times; want only %q, %q or %q", answer, n, answerStored, answerFolded, answerThrottled)
+		}
+	}
+	if storm.answers[answerFolded] == 0 {
+		b.Errorf("(a): nothing folded (answers %v)", storm.answers)
+	}
+	if stored, most := storm.answers[answerStored], stormSeries*policyv1alpha1.DefaultFoldAfter; stored > most {
+		b.Errorf("(a): %d events stored; want at most %d (%d series, folded after %d)", stored, most, stormSeries, policyv1alpha1.DefaultFoldAfter)
+	}
+	flushes := int(storm.duration/policyv1alpha1.DefaultFoldFlushInterval) + 2
+	most := policyv1alpha1.DefaultFoldAfter + 1 + flushes
+	if len(storm.writesBySeries) != stormSeries {
+		b.Errorf("(a): etcd writes seen for %d series, want %d", len(storm.writesBySeries), stormSeries)
+	}
+	for series, n := range storm.writesBySeries {
+		if n > most {
+			b.Errorf("(a), series %s: %d etcd writes in %v; want at most %d (%d creates, the first fold, %d flushes)",
+				series, n, storm.duration, most, policyv1alpha1.DefaultFoldAfter, flushes)
+		}
+	}
 }

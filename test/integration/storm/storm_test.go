@@ -12,7 +12,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -31,6 +30,7 @@ import (
 
 	ourv1 "github.com/kube-events/events-apiserver/pkg/apis/events/v1"
 	"github.com/kube-events/events-apiserver/pkg/generated/clientset/versioned"
+	"github.com/kube-events/events-apiserver/test/harness"
 	"github.com/kube-events/events-apiserver/test/integration/framework"
 )
 
@@ -55,21 +55,11 @@ func waitFor(t *testing.T, what string, done func(ctx context.Context) (bool, er
 // refused reads events_apiserver_ratelimit_refused_total{limit} from /metrics.
 func refused(t *testing.T, c kubernetes.Interface, limit string) int {
 	t.Helper()
-	body, err := c.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(t.Context())
+	m, err := harness.ScrapeMetrics(t.Context(), c.CoreV1().RESTClient())
 	if err != nil {
 		t.Fatal(err)
 	}
-	prefix := fmt.Sprintf(`events_apiserver_ratelimit_refused_total{limit=%q} `, limit)
-	for _, line := range strings.Split(string(body), "\n") {
-		if value, ok := strings.CutPrefix(line, prefix); ok {
-			n, err := strconv.ParseFloat(value, 64)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return int(n)
-		}
-	}
-	return 0
+	return int(m.Value("events_apiserver_ratelimit_refused_total", map[string]string{"limit": limit}))
 }
 
 // TestRecordersUnderTightLimits: unmodified client-go recorders write more

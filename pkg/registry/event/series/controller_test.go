@@ -21,7 +21,7 @@ import (
 	"github.com/kube-events/events-apiserver/pkg/mirror"
 	eventregistry "github.com/kube-events/events-apiserver/pkg/registry/event"
 	"github.com/kube-events/events-apiserver/pkg/registry/event/series"
-	"github.com/kube-events/events-apiserver/test/integration/framework"
+	"github.com/kube-events/events-apiserver/test/eventstore"
 )
 
 // upstreamSeries is a series as kube-apiserver holds it: client-go's
@@ -45,7 +45,7 @@ func upstreamSeries(name string, lastObserved time.Time) *corev1.Event {
 // them (in-process, no admission) and checks that the controller gives them
 // the state a write through our API gets.
 func TestMirroredSeriesGetStates(t *testing.T) {
-	store := framework.StartEventStore(t)
+	store := eventstore.Start(t, true)
 	thresholds := load.Default().Series
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan struct{})
@@ -93,7 +93,7 @@ func TestMirroredSeriesGetStates(t *testing.T) {
 // abandoned series among them, stored Ongoing or without a state, and
 // leaves the rest alone.
 func TestSweepOnTheStore(t *testing.T) {
-	store := framework.StartEventStore(t)
+	store := eventstore.Start(t, true)
 	thresholds := load.Default().Series
 	ctx := eventregistry.InternalWriteContext(t.Context(), "default", ourcorev1.SchemeGroupVersion)
 	now := time.Now()
