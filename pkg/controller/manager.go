@@ -21,9 +21,9 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"runtime/debug"
 	"sync"
 
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/apiserver/pkg/server/healthz"
 	"k8s.io/klog/v2"
@@ -254,11 +254,11 @@ func (l *loop) run(ctx context.Context) {
 	l.mu.Unlock()
 
 	logger.Info("Starting controller", "controller", name)
+	var stack []byte
 	failure := func() (failure error) {
 		defer func() {
 			if r := recover(); r != nil {
-				failure = fmt.Errorf("panicked: %v", r)
-				utilruntime.HandleErrorWithContext(ctx, failure, "Controller panicked", "controller", name)
+				failure, stack = fmt.Errorf("panicked: %v", r), debug.Stack()
 			}
 		}()
 		l.controller.Run(klog.NewContext(runCtx, logger.WithName(name)))
@@ -267,9 +267,12 @@ func (l *loop) run(ctx context.Context) {
 		}
 		return nil
 	}()
-	if failure != nil {
+	switch {
+	case stack != nil:
+		logger.Error(failure, "Controller died; its health check fails until the server restarts", "controller", name, "stack", string(stack))
+	case failure != nil:
 		logger.Error(failure, "Controller died; its health check fails until the server restarts", "controller", name)
-	} else {
+	default:
 		logger.Info("Stopped controller", "controller", name)
 	}
 

@@ -84,7 +84,7 @@ func New(cfg Config) *Maintainer {
 	return &Maintainer{client: cfg.Client, interval: cfg.Interval, highWater: cfg.HighWater}
 }
 
-// Name names the loop in logs and in the server's controller runner.
+// Name names the loop in logs and in its health check (pkg/controller).
 func (m *Maintainer) Name() string { return "etcd-maintenance" }
 
 // Run looks at the cluster every interval until ctx is done; a round in
