@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Every static check, then the unit tests with the race detector:
 # generated code is current, protoc is the pinned major, the license header
-# on hand-written Go files, gofmt, go vet,
+# on hand-written Go files, the generated reference pages are current,
+# gofmt, go vet,
 # go mod tidy leaves no diff (both modules), golangci-lint and logcheck.
 set -o errexit -o nounset -o pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -12,6 +13,9 @@ hack/verify-codegen.sh
 
 echo "verify: license headers"
 hack/verify-boilerplate.sh
+
+echo "verify: reference pages (docs/reference)"
+hack/verify-reference.sh
 
 echo "verify: gofmt"
 unformatted="$(git ls-files -co --exclude-standard '*.go' | xargs -r gofmt -l)"
