@@ -152,7 +152,8 @@ func (o *Options) Flags() cliflag.NamedFlagSets {
 
 	fs := fss.FlagSet("events")
 	fs.StringVar(&o.DataDir, "data-dir", o.DataDir, "Directory for the embedded etcd's data, the generated certificates and the admin kubeconfig. Reused on restart.")
-	fs.DurationVar(&o.EventTTL, "event-ttl", o.EventTTL, "How long an event is kept after its last create or update; whole seconds, at least 1s.")
+	fs.DurationVar(&o.EventTTL, "event-ttl", o.EventTTL, "How long an event is kept after its last create or update; whole seconds, at least 1s. "+
+		"Keep it at least the series heartbeat interval (EventSeries heartbeatInterval, 30m by default): a shorter TTL expires Ongoing series between heartbeats, and the server warns at start.")
 	fs.Var(&o.Standalone, "standalone", "Authenticate with the server's own client CA and authorize with its fixed rule instead of delegating to a kube-apiserver. "+
 		"Defaults to true when none of --authentication-kubeconfig, --authorization-kubeconfig and --kubeconfig is set and the server does not run in a cluster.")
 	fs.Lookup("standalone").NoOptDefVal = "true"

@@ -105,6 +105,7 @@ func Run(ctx context.Context, o *Options) error {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	logger := klog.FromContext(ctx)
+	o.warnEventTTL(logger)
 
 	if o.embeddedEtcd {
 		server, err := etcd.Start(ctx, etcd.Config{Dir: filepath.Join(o.DataDir, "etcd"), LogLevel: o.EmbeddedEtcdLogLevel})
