@@ -119,7 +119,8 @@ func (c CompletedConfig) New() (*EventsServer, error) {
 		return nil, err
 	}
 
-	store, err := eventregistry.NewREST(Scheme, c.GenericConfig.RESTOptionsGetter, c.ExtraConfig.EventTTL)
+	// Writes refused by an etcd out of space answer 503 with a Retry-After.
+	store, err := eventregistry.NewREST(Scheme, noSpaceUnavailable{c.GenericConfig.RESTOptionsGetter}, c.ExtraConfig.EventTTL)
 	if err != nil {
 		return nil, fmt.Errorf("creating the events store: %w", err)
 	}
