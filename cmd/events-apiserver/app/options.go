@@ -50,16 +50,18 @@ const DefaultDataDir = "events-apiserver-data"
 //     SubjectAccessReview, admission through the cluster's webhooks.
 //   - Admission: --enable-admission-plugins, --disable-admission-plugins and
 //     --admission-control-config-file work the same in both modes. Delegated,
-//     the chain is the generic recommended one with EventSeries added
-//     (NamespaceLifecycle, MutatingAdmissionPolicy, MutatingAdmissionWebhook,
-//     EventSeries, ValidatingAdmissionPolicy, ValidatingAdmissionWebhook);
-//     the generic plugins read namespaces, webhook and policy configurations
-//     from the kube-apiserver. Standalone there is none, so the chain holds
-//     only the enabled plugins that need no kube-apiserver (EventSeries);
-//     the others are left out, and naming one in --enable-admission-plugins
-//     is an error. EventSeries is on by default; while it is enabled, the
-//     server also runs its sweeper, with the thresholds of its entry in the
-//     admission configuration file (see pkg/admission/eventseries).
+//     the chain is the generic recommended one with EventRateLimit and
+//     EventSeries added (EventRateLimit, NamespaceLifecycle,
+//     MutatingAdmissionPolicy, MutatingAdmissionWebhook, EventSeries,
+//     ValidatingAdmissionPolicy, ValidatingAdmissionWebhook); the generic
+//     plugins read namespaces, webhook and policy configurations from the
+//     kube-apiserver. Standalone there is none, so the chain holds only the
+//     enabled plugins that need no kube-apiserver (EventRateLimit,
+//     EventSeries); the others are left out, and naming one in
+//     --enable-admission-plugins is an error. EventSeries is on by default;
+//     while it is enabled, the server also runs its sweeper, with the
+//     thresholds of its entry in the admission configuration file (see
+//     pkg/admission/eventseries).
 type Options struct {
 	// Recommended are the generic API server options: etcd, serving,
 	// authentication, authorization, audit, features, admission...

@@ -52,7 +52,8 @@ type Plugin struct {
 	*admission.Handler
 	limiters []*limiter
 	clock    clock.PassiveClock
-	// logLimiter bounds the log lines about first refusals.
+	// logLimiter bounds the log lines about first refusals: a burst of
+	// ten, then one a second.
 	logLimiter *rate.Limiter
 }
 
@@ -109,7 +110,8 @@ func (p *Plugin) Admit(ctx context.Context, a admission.Attributes, _ admission.
 }
 
 // refuse answers 429 with Retry-After, counts the refusal and logs the
-// first refusal of a bucket (at most one line a second overall).
+// first refusal of a bucket (overall, at most ten lines at once and one a
+// second after that: logLimiter).
 func (p *Plugin) refuse(ctx context.Context, l *limiter, b *bucket, describe string, delay time.Duration) error {
 	refusedTotal.WithLabelValues(string(l.limit.Type)).Inc()
 	seconds := retryAfter(delay)
