@@ -85,11 +85,31 @@ func writeFlagTable(b *bytes.Buffer, group string, flags []*pflag.Flag) {
 			usage = "DEPRECATED: " + f.Deprecated + " " + usage
 		}
 		def := ""
-		if f.DefValue != "" && f.DefValue != "[]" {
+		if !zeroDefault(f) {
 			def = "`" + strings.ReplaceAll(f.DefValue, "|", `\|`) + "`"
 		}
 		fmt.Fprintf(b, "| %s | %s | %s | %s |\n", name, typ, def, cell(usage))
 	}
+}
+
+// basicTypes are the pflag types whose zero default says something (a
+// bool that is off, a count of 0); of any other type, --help leaves a
+// zero-looking default out (an unset tristate prints "false").
+var basicTypes = map[string]bool{
+	"bool": true, "duration": true, "float32": true, "float64": true,
+	"int": true, "int32": true, "int64": true, "uint": true, "uint32": true, "uint64": true,
+}
+
+// zeroDefault tells whether f's default is left out, as --help leaves it
+// out: empty, or zero-looking for a type that is not basic.
+func zeroDefault(f *pflag.Flag) bool {
+	switch f.DefValue {
+	case "", "[]":
+		return true
+	case "false", "0", "<nil>":
+		return !basicTypes[f.Value.Type()]
+	}
+	return false
 }
 
 // cell makes text fit in one table cell.
