@@ -57,8 +57,8 @@ func writeMetrics(b *bytes.Buffer, root string) error {
 	}
 	fmt.Fprintf(b, "# Metrics\n\n")
 	fmt.Fprintf(b, "Every metric the events-apiserver's own packages define, as `/metrics` serves them once the\n")
-	fmt.Fprintf(b, "part that uses them runs (the mirror's with `--mirror-kubeconfig`, the recorder's in the\n")
-	fmt.Fprintf(b, "process that uses `pkg/recorder`). The server also exports the metrics of the Kubernetes\n")
+	fmt.Fprintf(b, "part that uses them runs (the mirror's while it mirrors, see `--mirror`; the recorder's in the\n")
+	fmt.Fprintf(b, "process that uses `pkg/recorder`, not in the server). The server also exports the metrics of the Kubernetes\n")
 	fmt.Fprintf(b, "libraries it is built on, named as in kube-apiserver: `apiserver_*` (requests, admission,\n")
 	fmt.Fprintf(b, "storage, watch cache, priority and fairness), `etcd_*`, `workqueue_*`, `authentication_*`,\n")
 	fmt.Fprintf(b, "`go_*` and `process_*`; the Kubernetes metrics reference\n")
