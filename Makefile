@@ -53,8 +53,12 @@ test-integration: ## Run the integration tests (builds envtest assets on first u
 generate: ## Regenerate deepcopy, conversion, defaults, openapi, protobuf and clients.
 	hack/update-codegen.sh
 
+.PHONY: docs
+docs: ## Regenerate the reference pages in docs/reference (flags, metrics, field selectors) from the code.
+	hack/update-reference.sh
+
 .PHONY: verify
-verify: ## Every static check and the unit tests (-race): codegen, gofmt, go vet, golangci-lint, logcheck, go mod tidy, protoc version.
+verify: ## Every static check and the unit tests (-race): codegen, license headers, reference pages, gofmt, go vet, golangci-lint, logcheck, go mod tidy, protoc version.
 	hack/verify.sh
 
 .PHONY: envtest-assets

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Every static check, then the unit tests with the race detector:
-# generated code is current, protoc is the pinned major, gofmt, go vet,
+# generated code is current, protoc is the pinned major, the license header
+# on hand-written Go files, the generated reference pages are current,
+# gofmt, go vet,
 # go mod tidy leaves no diff (both modules), golangci-lint and logcheck.
 set -o errexit -o nounset -o pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -8,6 +10,12 @@ cd "${ROOT}"
 
 echo "verify: generated code"
 hack/verify-codegen.sh
+
+echo "verify: license headers"
+hack/verify-boilerplate.sh
+
+echo "verify: reference pages (docs/reference)"
+hack/verify-reference.sh
 
 echo "verify: gofmt"
 unformatted="$(git ls-files -co --exclude-standard '*.go' | xargs -r gofmt -l)"

@@ -120,7 +120,8 @@ func (c CompletedConfig) New() (*EventsServer, error) {
 		return nil, err
 	}
 
-	store, err := eventstorage.NewREST(Scheme, c.GenericConfig.RESTOptionsGetter, c.ExtraConfig.EventTTL, c.ExtraConfig.Fold)
+	// Writes refused by an etcd out of space answer 503 with a Retry-After.
+	store, err := eventstorage.NewREST(Scheme, noSpaceUnavailable{c.GenericConfig.RESTOptionsGetter}, c.ExtraConfig.EventTTL, c.ExtraConfig.Fold)
 	if err != nil {
 		return nil, fmt.Errorf("creating the events store: %w", err)
 	}

@@ -17,8 +17,8 @@ import (
 	"github.com/kube-events/events-apiserver/pkg/etcdmaint"
 	"github.com/kube-events/events-apiserver/pkg/leaderelection"
 	"github.com/kube-events/events-apiserver/pkg/mirror"
-	eventstorage "github.com/kube-events/events-apiserver/pkg/registry/event/storage"
 	"github.com/kube-events/events-apiserver/pkg/registry/event/series"
+	eventstorage "github.com/kube-events/events-apiserver/pkg/registry/event/storage"
 )
 
 // ControllersElection is the name of the election under which the

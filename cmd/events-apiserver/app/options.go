@@ -52,17 +52,18 @@ const DefaultDataDir = "events-apiserver-data"
 //     SubjectAccessReview, admission through the cluster's webhooks.
 //   - Admission: --enable-admission-plugins, --disable-admission-plugins and
 //     --admission-control-config-file work the same in both modes. Delegated,
-//     the chain is the generic recommended one with EventSeries added
-//     (NamespaceLifecycle, MutatingAdmissionPolicy, MutatingAdmissionWebhook,
-//     EventSeries, ValidatingAdmissionPolicy, ValidatingAdmissionWebhook);
-//     the generic plugins read namespaces, webhook and policy configurations
-//     from the kube-apiserver. Standalone there is none, so the chain holds
-//     only the enabled plugins that need no kube-apiserver (EventSeries);
-//     the others are left out, and naming one in --enable-admission-plugins
-//     is an error. EventSeries is on by default; while it is enabled, the
-//     server also runs its sweeper. The plugins, the store's folding and
-//     the series controllers share one event policy (--event-policy-config,
-//     see eventPolicy).
+//     the chain is the generic recommended one with EventSeries and
+//     EventRateLimit added (NamespaceLifecycle, MutatingAdmissionPolicy,
+//     MutatingAdmissionWebhook, EventSeries, ValidatingAdmissionPolicy,
+//     EventRateLimit, ValidatingAdmissionWebhook); the generic plugins read
+//     namespaces, webhook and policy configurations from the kube-apiserver.
+//     Standalone there is none, so the chain holds only the enabled plugins
+//     that need no kube-apiserver (EventSeries, EventRateLimit); the others
+//     are left out, and naming one in --enable-admission-plugins is an
+//     error. EventSeries is on by default; while it is enabled, the server
+//     also runs its sweeper. The plugins, the store's folding and the series
+//     controllers share one event policy (--event-policy-config, see
+//     eventPolicy).
 type Options struct {
 	// Recommended are the generic API server options: etcd, serving,
 	// authentication, authorization, audit, features, admission...
@@ -177,7 +178,8 @@ func (o *Options) Flags() cliflag.NamedFlagSets {
 
 	fs := fss.FlagSet("events")
 	fs.StringVar(&o.DataDir, "data-dir", o.DataDir, "Directory for the embedded etcd's data, the generated certificates and the admin kubeconfig. Reused on restart.")
-	fs.DurationVar(&o.EventTTL, "event-ttl", o.EventTTL, "How long an event is kept after its last create or update; whole seconds, at least 1s.")
+	fs.DurationVar(&o.EventTTL, "event-ttl", o.EventTTL, "How long an event is kept after its last create or update; whole seconds, at least 1s. "+
+		"Keep it at least the series heartbeat interval (the event policy's series.heartbeatInterval, 30m by default): a shorter TTL expires Ongoing series between heartbeats, and the server warns at start.")
 	fs.StringVar(&o.EventPolicyConfig, "event-policy-config", o.EventPolicyConfig, "File with the event policy (apiVersion eventpolicy.config.events.k8s.io/v1alpha1, kind EventPolicy): "+
 		"rate limits, folding, series thresholds and sweeping. Unset: the defaults, or the former EventRateLimitConfiguration and EventSeriesConfiguration "+
 		"in the plugins' entries of --admission-control-config-file, which it cannot be combined with.")

@@ -109,6 +109,7 @@ func run(ctx context.Context, options *Options, built func(*apiserver.EventsServ
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	logger := klog.FromContext(ctx)
+	o.warnEventTTL(logger)
 
 	if o.embeddedEtcd {
 		server, err := etcd.Start(ctx, etcd.Config{Dir: filepath.Join(o.DataDir, "etcd"), LogLevel: o.EmbeddedEtcdLogLevel})

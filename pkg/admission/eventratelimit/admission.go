@@ -58,7 +58,8 @@ type Plugin struct {
 	*admission.Handler
 	limiters []*limiter
 	clock    clock.PassiveClock
-	// logLimiter bounds the log lines about first refusals.
+	// logLimiter bounds the log lines about first refusals: a burst of
+	// ten, then one a second.
 	logLimiter *rate.Limiter
 }
 
@@ -115,7 +116,8 @@ func (p *Plugin) Validate(ctx context.Context, a admission.Attributes, _ admissi
 }
 
 // refuse answers 429 with Retry-After, counts the refusal and logs the
-// first refusal of a bucket (at most one line a second overall).
+// first refusal of a bucket (overall, at most ten lines at once and one a
+// second after that: logLimiter).
 func (p *Plugin) refuse(ctx context.Context, l *limiter, b *bucket, describe string, delay time.Duration) error {
 	refusedTotal.WithLabelValues(string(l.limit.Type)).Inc()
 	seconds := retryAfter(delay)

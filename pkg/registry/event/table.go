@@ -13,10 +13,13 @@ import (
 	"k8s.io/apiserver/pkg/registry/rest"
 
 	"github.com/kube-events/events-apiserver/pkg/apis/core"
+	"github.com/kube-events/events-apiserver/pkg/apis/core/validation"
 )
 
-// tableColumns are kube-apiserver's columns for events, in its order; the
-// priority 1 columns are the ones kubectl shows only with -o wide.
+// tableColumns are kube-apiserver's columns for events, in its order, then
+// the columns of what only events.k8s.io describes: action, related object
+// and series. The priority 1 columns are the ones kubectl shows only with
+// -o wide; ours come last so that kube-apiserver's keep their positions.
 var tableColumns = []metav1.TableColumnDefinition{
 	{Name: "Last Seen", Type: "string", Description: "The time at which the most recent occurrence of this event was recorded, with the number of occurrences and the time since the first when it happened more than once."},
 	{Name: "Type", Type: "string", Description: "Type of this event (Normal, Warning), new types could be added in the future."},
@@ -28,6 +31,9 @@ var tableColumns = []metav1.TableColumnDefinition{
 	{Name: "First Seen", Type: "string", Priority: 1, Description: "The time at which the event was first recorded."},
 	{Name: "Count", Type: "string", Priority: 1, Description: "The number of times this event has occurred."},
 	{Name: "Name", Type: "string", Priority: 1, Format: "name", Description: "Name must be unique within a namespace."},
+	{Name: "Action", Type: "string", Priority: 1, Description: "What action was taken or failed regarding the object."},
+	{Name: "Related", Type: "string", Priority: 1, Description: "The secondary object of more complex actions, e.g. the node a pod was scheduled to."},
+	{Name: "Series", Type: "string", Priority: 1, Description: "For a series, its count and state: x<count> Ongoing, Finished or Unknown."},
 }
 
 // TableConvertor prints events the way kubectl users know them: the columns
@@ -112,9 +118,12 @@ func eventRow(event *core.Event, now time.Time) metav1.TableRow {
 		lastSeen = fmt.Sprintf("%s (x%d over %s)", lastSeen, count, over)
 	}
 
-	object := strings.ToLower(event.InvolvedObject.Kind)
-	if event.InvolvedObject.Name != "" {
-		object += "/" + event.InvolvedObject.Name
+	related, series := "", ""
+	if event.Related != nil {
+		related = objectColumn(event.Related)
+	}
+	if event.Series != nil {
+		series = fmt.Sprintf("x%d %s", event.Series.Count, validation.EffectiveSeriesState(event.Series.State))
 	}
 
 	return metav1.TableRow{
@@ -123,15 +132,28 @@ func eventRow(event *core.Event, now time.Time) metav1.TableRow {
 			lastSeen,
 			event.Type,
 			event.Reason,
-			object,
+			objectColumn(&event.InvolvedObject),
 			event.InvolvedObject.FieldPath,
 			eventSource(event),
 			strings.TrimSpace(event.Message),
 			firstSeen,
 			int64(count),
 			event.Name,
+			event.Action,
+			related,
+			series,
 		},
 	}
+}
+
+// objectColumn is "kind/name", as kubectl names objects, or the kind alone
+// for a reference without a name.
+func objectColumn(ref *core.ObjectReference) string {
+	object := strings.ToLower(ref.Kind)
+	if ref.Name != "" {
+		object += "/" + ref.Name
+	}
+	return object
 }
 
 // eventSource is "component, host": the legacy source, each part falling

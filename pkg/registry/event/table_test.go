@@ -29,7 +29,7 @@ func TestTableColumns(t *testing.T) {
 	if want := []string{"Last Seen", "Type", "Reason", "Object", "Message"}; !reflect.DeepEqual(names, want) {
 		t.Errorf("default columns = %v, want %v", names, want)
 	}
-	if want := []string{"Subobject", "Source", "First Seen", "Count", "Name"}; !reflect.DeepEqual(wide, want) {
+	if want := []string{"Subobject", "Source", "First Seen", "Count", "Name", "Action", "Related", "Series"}; !reflect.DeepEqual(wide, want) {
 		t.Errorf("wide columns = %v, want %v", wide, want)
 	}
 }
@@ -56,10 +56,19 @@ func TestEventRow(t *testing.T) {
 	newSingleton.EventTime = microAgo(45 * time.Second)
 	newSingleton.ReportingController, newSingleton.ReportingInstance = "k8s.io/kubelet", "kubelet-node-1"
 
+	newSingleton.Action = "Pulling"
+
 	series := base()
 	series.EventTime = microAgo(5 * time.Minute)
-	series.Series = &core.EventSeries{Count: 4, LastObservedTime: microAgo(20 * time.Second)}
+	series.Series = &core.EventSeries{Count: 4, LastObservedTime: microAgo(20 * time.Second), State: core.EventSeriesStateFinished}
 	series.ReportingController = "k8s.io/kubelet"
+	series.Action = "Restarting"
+	series.Related = &core.ObjectReference{Kind: "Node", Name: "node-1"}
+
+	stateless := base()
+	stateless.EventTime = microAgo(time.Minute)
+	stateless.Series = &core.EventSeries{Count: 2, LastObservedTime: microAgo(time.Second)}
+	stateless.Related = &core.ObjectReference{Kind: "Cluster"}
 
 	noName := base()
 	noName.InvolvedObject = core.ObjectReference{Kind: "Cluster"}
@@ -71,23 +80,27 @@ func TestEventRow(t *testing.T) {
 	}{{
 		name:  "legacy event seen 7 times",
 		event: legacyRepeated,
-		want:  []interface{}{"30s (x7 over 10m)", "Warning", "BackOff", "pod/pod-a", "spec.containers{app}", "kubelet, node-1", "Back-off restarting failed container", "10m", int64(7), "pod-a.1"},
+		want:  []interface{}{"30s (x7 over 10m)", "Warning", "BackOff", "pod/pod-a", "spec.containers{app}", "kubelet, node-1", "Back-off restarting failed container", "10m", int64(7), "pod-a.1", "", "", ""},
 	}, {
 		name:  "legacy event seen once",
 		event: legacySingle,
-		want:  []interface{}{"120m", "Warning", "BackOff", "pod/pod-a", "spec.containers{app}", "kubelet", "Back-off restarting failed container", "120m", int64(1), "pod-a.1"},
+		want:  []interface{}{"120m", "Warning", "BackOff", "pod/pod-a", "spec.containers{app}", "kubelet", "Back-off restarting failed container", "120m", int64(1), "pod-a.1", "", "", ""},
 	}, {
 		name:  "events.k8s.io singleton: eventTime, count 1, reporting controller and instance",
 		event: newSingleton,
-		want:  []interface{}{"45s", "Warning", "BackOff", "pod/pod-a", "spec.containers{app}", "k8s.io/kubelet, kubelet-node-1", "Back-off restarting failed container", "45s", int64(1), "pod-a.1"},
+		want:  []interface{}{"45s", "Warning", "BackOff", "pod/pod-a", "spec.containers{app}", "k8s.io/kubelet, kubelet-node-1", "Back-off restarting failed container", "45s", int64(1), "pod-a.1", "Pulling", "", ""},
 	}, {
-		name:  "series: last observed time and series count",
+		name:  "series: last observed time, series count and state, action and related object",
 		event: series,
-		want:  []interface{}{"20s (x4 over 5m)", "Warning", "BackOff", "pod/pod-a", "spec.containers{app}", "k8s.io/kubelet", "Back-off restarting failed container", "5m", int64(4), "pod-a.1"},
+		want:  []interface{}{"20s (x4 over 5m)", "Warning", "BackOff", "pod/pod-a", "spec.containers{app}", "k8s.io/kubelet", "Back-off restarting failed container", "5m", int64(4), "pod-a.1", "Restarting", "node/node-1", "x4 Finished"},
+	}, {
+		name:  "series stored without a state reads as Ongoing; related object without a name",
+		event: stateless,
+		want:  []interface{}{"1s (x2 over 60s)", "Warning", "BackOff", "pod/pod-a", "spec.containers{app}", "", "Back-off restarting failed container", "60s", int64(2), "pod-a.1", "", "cluster", "x2 Ongoing"},
 	}, {
 		name:  "no timestamps and an object without a name",
 		event: noName,
-		want:  []interface{}{"<unknown>", "Warning", "BackOff", "cluster", "", "", "Back-off restarting failed container", "<unknown>", int64(1), "pod-a.1"},
+		want:  []interface{}{"<unknown>", "Warning", "BackOff", "cluster", "", "", "Back-off restarting failed container", "<unknown>", int64(1), "pod-a.1", "", "", ""},
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

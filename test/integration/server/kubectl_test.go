@@ -66,12 +66,13 @@ func (tab table) row(t *testing.T, column, value string) map[string]string {
 
 var (
 	eventColumns     = []string{"LAST SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"}
-	wideEventColumns = []string{"LAST SEEN", "TYPE", "REASON", "OBJECT", "SUBOBJECT", "SOURCE", "MESSAGE", "FIRST SEEN", "COUNT", "NAME"}
+	wideEventColumns = []string{"LAST SEEN", "TYPE", "REASON", "OBJECT", "SUBOBJECT", "SOURCE", "MESSAGE", "FIRST SEEN", "COUNT", "NAME", "ACTION", "RELATED", "SERIES"}
 )
 
 // TestKubectlGetEvents prints events with the real kubectl through core/v1
-// and events.k8s.io, narrow and wide: kube-apiserver's columns, and a
-// repeated event or series shown as "<last> (xN over <since first>)".
+// and events.k8s.io, narrow and wide: kube-apiserver's columns, a repeated
+// event or series shown as "<last> (xN over <since first>)", and, wide, the
+// action, related object and series count and state.
 func TestKubectlGetEvents(t *testing.T) {
 	t.Parallel()
 	namespace := namespaceFor(t)
@@ -113,13 +114,15 @@ func TestKubectlGetEvents(t *testing.T) {
 			tab = parseTable(t, out, wideEventColumns)
 			repeated = tab.row(t, "NAME", "repeated")
 			if !repeatedLastSeen.MatchString(repeated["LAST SEEN"]) || repeated["SUBOBJECT"] != "spec.containers{app}" ||
-				repeated["SOURCE"] != "kubelet, node-1" || repeated["COUNT"] != "3" || !regexp.MustCompile(`^\d+s$`).MatchString(repeated["FIRST SEEN"]) {
+				repeated["SOURCE"] != "kubelet, node-1" || repeated["COUNT"] != "3" || !regexp.MustCompile(`^\d+s$`).MatchString(repeated["FIRST SEEN"]) ||
+				repeated["ACTION"] != "" || repeated["RELATED"] != "" || repeated["SERIES"] != "" {
 				t.Errorf("repeated legacy event wide row: %q", repeated)
 			}
 			series = tab.row(t, "NAME", "series")
 			if !seriesLastSeen.MatchString(series["LAST SEEN"]) || series["SUBOBJECT"] != "" ||
 				series["SOURCE"] != "example.com/deployment-controller, controller-0" || series["COUNT"] != "4" ||
-				!regexp.MustCompile(`^2m(\d+s)?$`).MatchString(series["FIRST SEEN"]) {
+				!regexp.MustCompile(`^2m(\d+s)?$`).MatchString(series["FIRST SEEN"]) ||
+				series["ACTION"] != "Scale" || series["RELATED"] != "replicaset/rs-series" || !regexp.MustCompile(`^x4 (Ongoing|Unknown)$`).MatchString(series["SERIES"]) {
 				t.Errorf("series wide row: %q", series)
 			}
 		})
