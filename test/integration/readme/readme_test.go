@@ -182,6 +182,44 @@ func TestCommands(t *testing.T) {
 	}
 }
 
+func TestConsoleTranscript(t *testing.T) {
+	const heading = "## Refusals"
+	for _, tc := range []struct {
+		name     string
+		markdown string
+		want     []step
+		wantErr  bool
+	}{{
+		name: "commands and their output, console blocks only",
+		markdown: "## Before\n```console\n$ kubectl before\n```\n" + heading + "\n```console\n" +
+			"$ kubectl patch a\nThe Event \"a\" is invalid:\n  more\n\n$ kubectl patch b\n$ kubectl get c\nc\n```\n" +
+			"```yaml\n$ not: a command\n```\n## After\n```console\n$ kubectl after\n```\n",
+		want: []step{
+			{command: "kubectl patch a", output: "The Event \"a\" is invalid:\n  more"},
+			{command: "kubectl patch b"},
+			{command: "kubectl get c", output: "c"},
+		},
+	}, {
+		name:     "output without a command",
+		markdown: heading + "\n```console\noutput\n```\n",
+		wantErr:  true,
+	}, {
+		name:     "no such heading",
+		markdown: "## Other\n",
+		wantErr:  true,
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := consoleTranscript(tc.markdown, heading)
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("consoleTranscript: error %v, want an error: %v", err, tc.wantErr)
+			}
+			if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(step{})); diff != "" {
+				t.Errorf("consoleTranscript (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
 // TestWalkthrough runs the README's walk-through as a user of `make run`
 // would: in a directory holding the server's data at .cache/run, with the
 // kubectl of the envtest assets first on PATH, each command in bash with
@@ -189,6 +227,8 @@ func TestCommands(t *testing.T) {
 // exits non-zero or prints anything on stderr (kubectl's errors, warnings
 // and "No resources found" all go there). A watch must print the events it
 // selects, without an error, and is then stopped, as a user stops it.
+// Then the refusals docs/series.md shows for the walk-through's series must
+// print what the page says.
 func TestWalkthrough(t *testing.T) {
 	readme, err := os.ReadFile(filepath.Join("..", "..", "..", "README.md"))
 	if err != nil {
@@ -228,6 +268,67 @@ func TestWalkthrough(t *testing.T) {
 		}
 		t.Logf("%s\n%s", cmd, stdout)
 	}
+
+	// docs/series.md shows the refusals of the walk-through's series, with
+	// kubectl's answers: each must print exactly what the page says.
+	series, err := os.ReadFile(filepath.Join("..", "..", "..", "docs", "series.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	transcript, err := consoleTranscript(string(series), seriesRefusalsHeading)
+	if err != nil {
+		t.Fatalf("docs/series.md: %v", err)
+	}
+	if len(transcript) == 0 {
+		t.Fatalf("docs/series.md: no command under %q", seriesRefusalsHeading)
+	}
+	for _, step := range transcript {
+		script := strings.Join(append(append([]string{"set -o nounset -o pipefail"}, variables...), step.command), "\n")
+		stdout, stderr, _ := run(context.Background(), checkout, env, script)
+		if diff := cmp.Diff(step.output, strings.TrimRight(stdout+stderr, "\n")); diff != "" {
+			t.Errorf("docs/series.md: $ %s\nprinted other than the page says (-page +printed):\n%s", step.command, diff)
+		}
+	}
+}
+
+// seriesRefusalsHeading opens the section of docs/series.md whose console
+// transcript runs against the walk-through's series.
+const seriesRefusalsHeading = "## Refusals: 422 Invalid"
+
+// step is one command of a console transcript and what it printed.
+type step struct {
+	command, output string
+}
+
+// consoleTranscript reads the ```console blocks of the section under
+// heading: each line starting with "$ " is a command, and the lines up to
+// the next blank line or command are its output.
+func consoleTranscript(markdown, heading string) ([]step, error) {
+	_, section, found := strings.Cut(markdown, "\n"+heading+"\n")
+	if !found {
+		return nil, fmt.Errorf("no heading %q", heading)
+	}
+	level := strings.SplitN(heading, " ", 2)[0] + " "
+	if i := strings.Index(section, "\n"+level); i >= 0 {
+		section = section[:i]
+	}
+	var steps []step
+	inBlock := false
+	for _, line := range strings.Split(section, "\n") {
+		switch {
+		case strings.HasPrefix(line, "```"):
+			inBlock = !inBlock && strings.TrimPrefix(line, "```") == "console"
+		case !inBlock || line == "":
+		case strings.HasPrefix(line, "$ "):
+			steps = append(steps, step{command: strings.TrimPrefix(line, "$ ")})
+		case len(steps) == 0:
+			return nil, fmt.Errorf("output before any command: %q", line)
+		default:
+			last := &steps[len(steps)-1]
+			last.output = strings.TrimPrefix(last.output+"\n"+line, "\n")
+		}
+	}
+	return steps, nil
 }
 
 // run runs script in bash in dir, bounded by commandTimeout.
