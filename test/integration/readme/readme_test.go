@@ -374,7 +374,8 @@ func runWatch(t *testing.T, dir string, env []string, script, display string) {
 	})
 	cancel()
 	if early == nil {
-		<-exited
+		// Stopped by the cancel, as Ctrl-C ends it.
+		t.Logf("stopped the watch: %v", <-exited)
 	}
 	if err != nil {
 		t.Fatalf("%s\nfailed: %v\nstdout:\n%s\nstderr:\n%s", display, err, out.String(), errOut.String())
@@ -383,7 +384,7 @@ func runWatch(t *testing.T, dir string, env []string, script, display string) {
 }
 
 // bashCommand is script in bash, in a process group of its own so that a
-// cancelled context stops kubectl along with the shell.
+// canceled context stops kubectl along with the shell.
 func bashCommand(ctx context.Context, dir string, env []string, script string, stdout, stderr interface{ Write([]byte) (int, error) }) *exec.Cmd {
 	cmd := exec.CommandContext(ctx, "bash", "-c", script)
 	cmd.Dir, cmd.Env = dir, env
