@@ -59,7 +59,8 @@ func TestSync(t *testing.T) {
 			fill: func(t *testing.T, ctx context.Context, c *clientv3.Client) {
 				// Small values, and a look at the database after each, so
 				// that the fill stops just above the high-water mark and
-				// well below the quota, whatever etcd's own overhead.
+				// well below the quota, whatever etcd's own overhead. The
+				// look is exact because startEtcd commits every write.
 				small := value[:64<<10]
 				var rev int64
 				for i := 0; status(t, ctx, c).DbSize < highWater; i++ {
@@ -75,9 +76,30 @@ func TestSync(t *testing.T) {
 				if _, err := c.Compact(ctx, rev+1, clientv3.WithCompactPhysical()); err != nil {
 					t.Fatal(err)
 				}
-				// etcd counts the space in use when it commits a write.
-				if _, err := c.Put(ctx, "/commit", "x"); err != nil {
+				// bbolt frees the compacted pages once a later write
+				// begins with no older read open (etcd closes its reads
+				// in the background), and etcd counts them as free when
+				// that write commits: a few writes after the compaction.
+				var s *clientv3.StatusResponse
+				err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+					if _, err := c.Put(ctx, "/commit", "x"); err != nil {
+						return false, err
+					}
+					s = status(t, ctx, c)
+					return s.DbSizeInUse <= s.DbSize/2, nil
+				})
+				if err != nil {
+					t.Fatalf("waiting for the compacted pages to be free: %v (status %+v)", err, s)
+				}
+				if s.DbSize >= quota {
+					t.Fatalf("the fill left the database at %d bytes, at or above the quota of %d", s.DbSize, quota)
+				}
+				alarms, err := c.AlarmList(ctx)
+				if err != nil {
 					t.Fatal(err)
+				}
+				if len(alarms.Alarms) > 0 {
+					t.Fatalf("the fill raised etcd's alarms %v", alarms.Alarms)
 				}
 			},
 		},
@@ -125,6 +147,12 @@ func status(t *testing.T, ctx context.Context, c *clientv3.Client) *clientv3.Sta
 }
 
 // startEtcd runs a one-member etcd in this process with the small quota.
+//
+// The status's DbSize, which the quota is checked against, is the size of
+// bbolt's pages as of the backend's last commit; etcd commits puts every
+// 100 ms, so a fill reading it between puts would run on, for as many puts
+// as the machine does in 100 ms, past the high-water mark and into the
+// quota. Committing every write makes the status follow each put.
 func startEtcd(t *testing.T) *clientv3.Client {
 	t.Helper()
 	cfg := embed.NewConfig()
@@ -132,6 +160,7 @@ func startEtcd(t *testing.T) *clientv3.Client {
 	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.NewNop())
 	cfg.QuotaBackendBytes = quota
 	cfg.UnsafeNoFsync = true
+	cfg.BackendBatchLimit = 1
 	client, peer := freeURL(t), freeURL(t)
 	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{client}, []url.URL{client}
 	cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{peer}, []url.URL{peer}
