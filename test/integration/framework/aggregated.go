@@ -30,6 +30,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
 	"k8s.io/client-go/discovery"
@@ -469,17 +470,21 @@ func (c *AggregatedCluster) StartServerAgain(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	for {
-		last := c.registrationState(ctx, dyn, disco)
-		if last == "" {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("APIService %s not served again: %s", AggregatedAPIServiceName, last)
-		case <-time.After(200 * time.Millisecond):
-		}
+	return c.waitServed(ctx, dyn, disco, "again")
+}
+
+// waitServed waits, as long as ctx allows, until the APIService is
+// Available and served (registrationState says nothing is missing).
+func (c *AggregatedCluster) waitServed(ctx context.Context, dyn dynamic.Interface, disco discovery.DiscoveryInterface, what string) error {
+	var last string
+	err := wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		last = c.registrationState(ctx, dyn, disco)
+		return last == "", nil
+	})
+	if err != nil {
+		return fmt.Errorf("APIService %s not served %s: %s", AggregatedAPIServiceName, what, last)
 	}
+	return nil
 }
 
 // register creates the ExternalName Service and the APIService of the
@@ -532,18 +537,7 @@ func (c *AggregatedCluster) register(ctx context.Context, objects []*unstructure
 	if err != nil {
 		return err
 	}
-	var last string
-	for {
-		last = c.registrationState(ctx, dyn, disco)
-		if last == "" {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("APIService %s not served: %s", AggregatedAPIServiceName, last)
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
+	return c.waitServed(ctx, dyn, disco, "after registration")
 }
 
 // registrationState is "" once the APIService is Available and discovery
