@@ -30,6 +30,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
 	"k8s.io/client-go/discovery"
@@ -108,8 +109,7 @@ type AggregatedCluster struct {
 
 	frontProxy  pki.KeyPair
 	serverFlags []string
-	cancel      context.CancelFunc
-	done        chan error
+	run         *run // our server; nil while stopped
 }
 
 // AggregatedClusterOptions tune StartAggregatedCluster.
@@ -428,45 +428,31 @@ func (c *AggregatedCluster) runServer(ctx context.Context, listener net.Listener
 	o.Recommended.SecureServing.Listener = listener
 	c.Server = o
 
-	runCtx, cancel := context.WithCancel(context.Background())
-	c.cancel = cancel
-	c.done = make(chan error, 1)
-	go func() { c.done <- app.Run(runCtx, o) }()
-	select {
-	case <-o.Ready():
-	case err := <-c.done:
-		c.done <- err
-		return fmt.Errorf("events-apiserver stopped before it was ready: %w", err)
-	case <-ctx.Done():
-		return fmt.Errorf("events-apiserver not ready: %w", ctx.Err())
+	r, err := startRun(ctx, o)
+	if err != nil {
+		listener.Close()
+		return err
 	}
+	c.run = r
 	return nil
 }
 
 // StopServer stops our server only; kube-apiserver keeps running (and
 // its APIService turns unavailable) until StartServerAgain.
 func (c *AggregatedCluster) StopServer() error {
-	if c.cancel == nil {
+	if c.run == nil {
 		return errors.New("events-apiserver is not running")
 	}
-	c.cancel()
-	c.cancel = nil
-	select {
-	case err := <-c.done:
-		if err != nil && !errors.Is(err, context.Canceled) {
-			return fmt.Errorf("events-apiserver: %w", err)
-		}
-		return nil
-	case <-time.After(60 * time.Second):
-		return errors.New("events-apiserver did not stop in 60s")
-	}
+	err := c.run.stop()
+	c.run = nil
+	return err
 }
 
 // StartServerAgain starts our server after StopServer with the same flags,
 // port and data directory (so the same embedded etcd data), and waits
 // until kube-apiserver's aggregator serves events.k8s.io/v1beta1 again.
 func (c *AggregatedCluster) StartServerAgain(ctx context.Context) error {
-	if c.cancel != nil {
+	if c.run != nil {
 		return errors.New("events-apiserver is running")
 	}
 	listener, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(c.ServerPort))
@@ -484,17 +470,21 @@ func (c *AggregatedCluster) StartServerAgain(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	for {
-		last := c.registrationState(ctx, dyn, disco)
-		if last == "" {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("APIService %s not served again: %s", AggregatedAPIServiceName, last)
-		case <-time.After(200 * time.Millisecond):
-		}
+	return c.waitServed(ctx, dyn, disco, "again")
+}
+
+// waitServed waits, as long as ctx allows, until the APIService is
+// Available and served (registrationState says nothing is missing).
+func (c *AggregatedCluster) waitServed(ctx context.Context, dyn dynamic.Interface, disco discovery.DiscoveryInterface, what string) error {
+	var last string
+	err := wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		last = c.registrationState(ctx, dyn, disco)
+		return last == "", nil
+	})
+	if err != nil {
+		return fmt.Errorf("APIService %s not served %s: %s", AggregatedAPIServiceName, what, last)
 	}
+	return nil
 }
 
 // register creates the ExternalName Service and the APIService of the
@@ -547,18 +537,7 @@ func (c *AggregatedCluster) register(ctx context.Context, objects []*unstructure
 	if err != nil {
 		return err
 	}
-	var last string
-	for {
-		last = c.registrationState(ctx, dyn, disco)
-		if last == "" {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("APIService %s not served: %s", AggregatedAPIServiceName, last)
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
+	return c.waitServed(ctx, dyn, disco, "after registration")
 }
 
 // registrationState is "" once the APIService is Available and discovery
@@ -695,15 +674,9 @@ func AggregatedServerUser() string {
 // Stop stops our server, then kube-apiserver and its etcd, and removes Dir.
 func (c *AggregatedCluster) Stop() error {
 	var errs []error
-	if c.cancel != nil {
-		c.cancel()
-		select {
-		case err := <-c.done:
-			if err != nil && !errors.Is(err, context.Canceled) {
-				errs = append(errs, fmt.Errorf("events-apiserver: %w", err))
-			}
-		case <-time.After(60 * time.Second):
-			errs = append(errs, errors.New("events-apiserver did not stop in 60s"))
+	if c.run != nil {
+		if err := c.run.stop(); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	if c.Env != nil {

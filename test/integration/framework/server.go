@@ -59,8 +59,7 @@ type Server struct {
 
 	ownsDataDir bool
 	mu          sync.Mutex
-	cancel      context.CancelFunc
-	done        chan error
+	run         *run // nil while stopped
 }
 
 // ServerOption tunes StartServer and RunServer.
@@ -172,7 +171,7 @@ func RunServer(opts ...ServerOption) (*Server, error) {
 func (s *Server) start(listener net.Listener) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.cancel != nil {
+	if s.run != nil {
 		listener.Close()
 		return errors.New("events-apiserver is already running")
 	}
@@ -191,25 +190,17 @@ func (s *Server) start(listener net.Listener) error {
 	// between choosing it and the server listening on it.
 	o.Recommended.SecureServing.Listener = listener
 
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- app.Run(ctx, o) }()
-
-	timeout := time.NewTimer(serverStartTimeout)
-	defer timeout.Stop()
-	select {
-	case <-o.Ready():
-	case err := <-done:
-		cancel()
+	ctx, cancel := context.WithTimeout(context.Background(), serverStartTimeout)
+	defer cancel()
+	r, err := startRun(ctx, o)
+	if err != nil {
 		listener.Close()
-		return fmt.Errorf("events-apiserver %v stopped before it was ready: %v", s.Args, err)
-	case <-timeout.C:
-		return errors.Join(fmt.Errorf("events-apiserver %v not ready in %v", s.Args, serverStartTimeout), serverAbort(cancel, done))
+		return fmt.Errorf("events-apiserver %v: %w", s.Args, err)
 	}
 
 	config, err := clientcmd.BuildConfigFromFlags("", s.KubeconfigPath)
 	if err != nil {
-		return errors.Join(fmt.Errorf("reading the kubeconfig the server wrote: %w", err), serverAbort(cancel, done))
+		return errors.Join(fmt.Errorf("reading the kubeconfig the server wrote: %w", err), r.stop())
 	}
 	// Tests run many requests in parallel: no client-side throttling.
 	config.QPS, config.Burst = -1, -1
@@ -217,20 +208,8 @@ func (s *Server) start(listener net.Listener) error {
 		s.RestConfig = config
 	}
 	s.Options = o
-	s.cancel, s.done = cancel, done
+	s.run = r
 	return nil
-}
-
-// serverAbort stops a run that failed to start and waits for it, boundedly.
-func serverAbort(cancel context.CancelFunc, done <-chan error) error {
-	cancel()
-	select {
-	case err := <-done:
-		_ = err // the run ends with the abort's error
-		return nil
-	case <-time.After(serverStopTimeout):
-		return fmt.Errorf("events-apiserver did not stop in %v", serverStopTimeout)
-	}
 }
 
 // Stop stops the server and waits until it has; the data directory stays
@@ -238,20 +217,12 @@ func serverAbort(cancel context.CancelFunc, done <-chan error) error {
 func (s *Server) Stop() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.cancel == nil {
+	if s.run == nil {
 		return nil
 	}
-	s.cancel()
-	s.cancel = nil
-	select {
-	case err := <-s.done:
-		if err != nil && !errors.Is(err, context.Canceled) {
-			return fmt.Errorf("events-apiserver stopped with: %w", err)
-		}
-		return nil
-	case <-time.After(serverStopTimeout):
-		return fmt.Errorf("events-apiserver did not stop in %v", serverStopTimeout)
-	}
+	err := s.run.stop()
+	s.run = nil
+	return err
 }
 
 // Restart stops the server and starts it again with the same command line:
