@@ -2,7 +2,8 @@
 # Builds the node and control-plane binaries a one-node cluster needs beyond
 # hack/envtest-assets.sh's kube-apiserver, kubectl and etcd: kubelet,
 # kube-scheduler, kube-controller-manager and kube-proxy at the same pinned
-# Kubernetes version, and CoreDNS, from Go modules. They are cached beside the
+# Kubernetes version, CoreDNS, and a static etcd (etcd-static, for an image:
+# the envtest etcd links libc), from Go modules. They are cached beside the
 # envtest assets, in .cache/envtest/<versions>; the directory is printed on
 # stdout, so:
 #
@@ -17,6 +18,7 @@ set -euo pipefail
 KUBE_VERSION="${KUBE_VERSION:-v1.37.2}"
 STAGING_VERSION="${STAGING_VERSION:-v0.37.2}"
 COREDNS_VERSION="${COREDNS_VERSION:-v1.15.0}"
+ETCD_VERSION="${ETCD_VERSION:-v3.7.3}"
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 # The envtest assets first: same directory, and kube-apiserver's build cache
@@ -77,6 +79,22 @@ build_coredns() {
   rm -rf "${work}"
 }
 
+build_etcd_static() {
+  local work="${root}/.cache/envtest/build-etcd-static"
+  rm -rf "${work}" && mkdir -p "${work}"
+  (
+    cd "${work}"
+    printf 'module clusteretcd\n\ngo 1.26\n' > go.mod
+    printf '//go:build tools\n\npackage clusteretcd\n\nimport _ "go.etcd.io/etcd/server/v3"\n' > tools.go
+    go mod edit -require "go.etcd.io/etcd/server/v3@${ETCD_VERSION}"
+    GOFLAGS=-mod=mod go mod tidy >/dev/null 2>&1 || true
+    log "building a static etcd ${ETCD_VERSION}"
+    CGO_ENABLED=0 GOFLAGS=-mod=mod go build -trimpath -ldflags "-s -w" -o "${assets}/etcd-static.tmp" go.etcd.io/etcd/server/v3
+    mv "${assets}/etcd-static.tmp" "${assets}/etcd-static"
+  )
+  rm -rf "${work}"
+}
+
 missing=false
 for cmd in "${kube_cmds[@]}"; do [[ -x "${assets}/${cmd}" ]] || missing=true; done
 if ${missing}; then
@@ -85,5 +103,8 @@ if ${missing}; then
 fi
 if [[ ! -x "${assets}/coredns" ]]; then
   build_coredns
+fi
+if [[ ! -x "${assets}/etcd-static" ]]; then
+  build_etcd_static
 fi
 echo "${assets}"
