@@ -80,6 +80,8 @@ type Cluster struct {
 	apiserver   *process
 	apiArgs     []string
 	extraAPIArg []string
+	// kubeProxyHealthz is kube-proxy's health URL.
+	kubeProxyHealthz string
 }
 
 // Timing is one component's start-up time.
@@ -139,6 +141,7 @@ func StartCluster(ctx context.Context, assets string, o ClusterOptions) (c *Clus
 		{"coredns", c.startCoreDNS},
 		{"containerd", c.startContainerd},
 		{"kubelet", c.startKubelet},
+		{"kube-proxy rules", c.waitKubeProxy},
 	}
 	for _, s := range steps {
 		start := time.Now()
@@ -509,13 +512,19 @@ conntrack:
 	if err := os.WriteFile(c.path("kube-proxy.yaml"), []byte(config), 0o644); err != nil {
 		return err
 	}
-	p, err := c.start("kube-proxy", filepath.Join(c.Assets, "kube-proxy"), "--config="+c.path("kube-proxy.yaml"), "--v=1")
+	_, err = c.start("kube-proxy", filepath.Join(c.Assets, "kube-proxy"), "--config="+c.path("kube-proxy.yaml"), "--v=1")
 	if err != nil {
 		return err
 	}
-	// Healthy once it synced its rules; it waits for its node first, so
-	// only check that it runs here and again once the kubelet registered.
-	return waitRunning(ctx, p, 5*time.Second, func(context.Context) (bool, error) { return false, nil }) //nolint:nilerr
+	// Healthy once it synced its rules, which waits for its Node: checked
+	// after the kubelet registered it (waitKubeProxy).
+	c.kubeProxyHealthz = fmt.Sprintf("http://127.0.0.1:%d/healthz", ports[0])
+	return nil
+}
+
+// waitKubeProxy waits until kube-proxy synced its rules.
+func (c *Cluster) waitKubeProxy(ctx context.Context) error {
+	return waitHTTP(ctx, c.Process("kube-proxy"), c.kubeProxyHealthz, time.Minute)
 }
 
 // startCoreDNS serves cluster.local (and reverse lookups of pods and
