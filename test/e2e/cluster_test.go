@@ -793,11 +793,6 @@ func (c *Cluster) Process(name string) *process {
 // cgroups, and Dir. It returns what it could not remove.
 func (c *Cluster) Stop(ctx context.Context) error {
 	var errs []error
-	if c.Client != nil && c.Process("kubelet") != nil {
-		if err := c.deleteAllPods(ctx); err != nil {
-			errs = append(errs, fmt.Errorf("deleting pods: %w", err))
-		}
-	}
 	stopNamed := func(name string, grace time.Duration) {
 		for _, p := range c.procs {
 			if p.name == name {
@@ -807,6 +802,14 @@ func (c *Cluster) Stop(ctx context.Context) error {
 			}
 		}
 	}
+	// No controller makes new pods while the kubelet stops the old ones.
+	stopNamed("kube-controller-manager", 20*time.Second)
+	stopNamed("kube-scheduler", 20*time.Second)
+	if c.Client != nil && c.Process("kubelet") != nil {
+		if err := c.deleteAllPods(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("deleting pods: %w", err))
+		}
+	}
 	stopNamed("kubelet", 20*time.Second)
 	if c.ContainerdSocket != "" && c.Process("containerd") != nil {
 		if err := c.killContainers(ctx); err != nil {
@@ -814,7 +817,7 @@ func (c *Cluster) Stop(ctx context.Context) error {
 		}
 	}
 	stopNamed("containerd", 20*time.Second)
-	for _, name := range []string{"coredns", "kube-proxy", "kube-scheduler", "kube-controller-manager", "kube-apiserver", "etcd"} {
+	for _, name := range []string{"coredns", "kube-proxy", "kube-apiserver", "etcd"} {
 		stopNamed(name, 20*time.Second)
 	}
 	if err := killLeftProcesses(); err != nil {
@@ -823,11 +826,6 @@ func (c *Cluster) Stop(ctx context.Context) error {
 	left, err := unmountAll(append([]string{c.Dir}, privateDirs...)...)
 	if err != nil {
 		errs = append(errs, err)
-	}
-	// privateDirs themselves were mounted by prepareSandbox; unmountAll
-	// took them too: mount them again empty for a next cluster.
-	for _, d := range privateDirs {
-		_ = syscall.Mount("tmpfs", d, "tmpfs", 0, "mode=0755")
 	}
 	if len(left) > 0 {
 		errs = append(errs, fmt.Errorf("still mounted: %s", strings.Join(left, " ")))
