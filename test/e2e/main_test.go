@@ -124,6 +124,9 @@ func runSuite(m *testing.M) int {
 	if err := c.Stop(ctx); err != nil {
 		return fail(fmt.Errorf("teardown: %w", err))
 	}
+	if err := cleanSandbox(); err != nil {
+		return fail(fmt.Errorf("teardown: %w", err))
+	}
 	fmt.Printf("e2e: torn down in %s; whole suite %s\n", time.Since(stopStart).Round(time.Millisecond), time.Since(start).Round(time.Second))
 	return code
 }

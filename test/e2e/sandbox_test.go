@@ -161,6 +161,28 @@ func prepareSandbox() error {
 	return nil
 }
 
+// cleanSandbox undoes prepareSandbox: the bridge goes (with any veth still
+// on it) and privateDirs are unmounted. It returns what is left.
+func cleanSandbox() error {
+	var errs []error
+	if out, err := exec.Command("ip", "link", "del", bridgeName).CombinedOutput(); err != nil {
+		errs = append(errs, fmt.Errorf("ip link del %s: %w: %s", bridgeName, err, out))
+	}
+	left, err := unmountAll(privateDirs...)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	if len(left) > 0 {
+		errs = append(errs, fmt.Errorf("still mounted: %s", strings.Join(left, " ")))
+	}
+	for _, kind := range []string{"bridge", "veth"} {
+		if out, err := exec.Command("ip", "-o", "link", "show", "type", kind).Output(); err != nil || strings.TrimSpace(string(out)) != "" {
+			errs = append(errs, fmt.Errorf("%s interfaces left: %s %v", kind, out, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
 // mountsUnder lists the mount points at or under any of roots, deepest
 // first, from /proc/self/mountinfo.
 func mountsUnder(roots ...string) ([]string, error) {
