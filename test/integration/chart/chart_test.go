@@ -34,6 +34,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -75,15 +76,31 @@ func kubectl(t *testing.T) string {
 	return filepath.Join(assets, "kubectl")
 }
 
+// helmBinary is the pinned helm, built once (`go tool -n` builds and
+// caches it, and prints its path).
+var helmBinary = sync.OnceValues(func() (string, error) {
+	cmd := exec.Command("go", "tool", "-n", "helm")
+	cmd.Dir = filepath.Join("..", "..", "..", "hack", "tools")
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("go tool -n helm (hack/tools): %w", err)
+	}
+	return strings.TrimSpace(string(out)), nil
+})
+
 // helmTemplate renders the chart with the pinned helm and values.
 func helmTemplate(t *testing.T, values ...string) (string, error) {
 	t.Helper()
+	helm, err := helmBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
 	root := repoRoot(t)
-	args := []string{"tool", "helm", "template", "events-apiserver", filepath.Join(root, "charts", "events-apiserver")}
+	args := []string{"template", "events-apiserver", filepath.Join(root, "charts", "events-apiserver")}
 	for _, v := range values {
 		args = append(args, "--set", v)
 	}
-	return run(t, filepath.Join(root, "hack", "tools"), "go", args...)
+	return run(t, t.TempDir(), helm, args...)
 }
 
 // generatedHash is kustomize's suffix on a generated ConfigMap's name.
