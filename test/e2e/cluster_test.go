@@ -114,7 +114,7 @@ func StartCluster(ctx context.Context, assets string, o ClusterOptions) (c *Clus
 	if err != nil {
 		return nil, err
 	}
-	c = &Cluster{Dir: dir, Assets: assets, extraAPIArg: o.APIServerFlags, cgroupName: cgroupPrefix + filepath.Base(dir)}
+	c = &Cluster{Dir: dir, Assets: assets, extraAPIArg: o.APIServerFlags, cgroupName: filepath.Base(dir)}
 	defer func() {
 		if err != nil {
 			if stopErr := c.Stop(context.Background()); stopErr != nil {
@@ -632,7 +632,7 @@ func (c *Cluster) ImportImage(ctx context.Context, archive string) error {
 	return nil
 }
 
-// cgroupHierarchies are the cgroup v1 controllers' mount points.
+// cgroupHierarchies are the cgroup hierarchies' mount points.
 func cgroupHierarchies() ([]string, error) {
 	entries, err := os.ReadDir("/sys/fs/cgroup")
 	if err != nil {
@@ -640,7 +640,9 @@ func cgroupHierarchies() ([]string, error) {
 	}
 	var dirs []string
 	for _, e := range entries {
-		if e.IsDir() && e.Name() != "unified" {
+		// unified too: the kubelet makes its cgroups in the v2
+		// hierarchy of a hybrid machine as well.
+		if e.IsDir() {
 			dirs = append(dirs, filepath.Join("/sys/fs/cgroup", e.Name()))
 		}
 	}
