@@ -123,6 +123,7 @@ type churn struct {
 	watchErrs int
 	firstFail time.Time
 	lastFail  time.Time
+	lastErr   error
 }
 
 func (ch *churn) write(ctx context.Context, interval time.Duration) {
@@ -145,7 +146,7 @@ func (ch *churn) write(ctx context.Context, interval time.Duration) {
 			Reason:              "Churn",
 			Type:                corev1.EventTypeNormal,
 			Note:                "an event written while the server rolls",
-			Regarding:           corev1.ObjectReference{Kind: "Namespace", Name: ch.namespace, APIVersion: "v1"},
+			Regarding:           corev1.ObjectReference{Kind: "ConfigMap", Namespace: ch.namespace, Name: "churn", APIVersion: "v1"},
 		}, metav1.CreateOptions{})
 		ch.mu.Lock()
 		if err == nil {
@@ -156,6 +157,7 @@ func (ch *churn) write(ctx context.Context, interval time.Duration) {
 				ch.firstFail = time.Now()
 			}
 			ch.lastFail = time.Now()
+			ch.lastErr = err
 		}
 		ch.mu.Unlock()
 	}
@@ -254,14 +256,16 @@ func TestRolloutAndPodLoss(t *testing.T) {
 		defer ch.mu.Unlock()
 		return time.Since(settled) > 5*time.Second && len(ch.acked) > 0, nil
 	}); err != nil {
-		t.Fatal(err)
+		ch.mu.Lock()
+		defer ch.mu.Unlock()
+		t.Fatalf("no write acknowledged (%d refused, the last with %v)", ch.failed, ch.lastErr)
 	}
 	stopWrites()
 	<-writerDone
 
 	ch.mu.Lock()
 	acked := append([]string(nil), ch.acked...)
-	failed, firstFail, lastFail := ch.failed, ch.firstFail, ch.lastFail
+	failed, firstFail, lastFail, lastErr := ch.failed, ch.firstFail, ch.lastFail, ch.lastErr
 	ch.mu.Unlock()
 	stored, err := c.Client.EventsV1beta1().Events(ch.namespace).List(ctx, metav1.ListOptions{})
 	if err != nil {
@@ -298,8 +302,8 @@ func TestRolloutAndPodLoss(t *testing.T) {
 	if failed > 0 {
 		failWindow = lastFail.Sub(firstFail)
 	}
-	logf(t, "churn: %d events acknowledged, %d writes refused (over %s), %d stored, %d delivered to the watch (%d watch errors)",
-		len(acked), failed, failWindow.Round(time.Millisecond), len(inStore), len(acked)-len(unseen), watchErrs)
+	logf(t, "churn: %d events acknowledged, %d writes refused (over %s; the last with %v), %d stored, %d delivered to the watch (%d watch errors)",
+		len(acked), failed, failWindow.Round(time.Millisecond), lastErr, len(inStore), len(acked)-len(unseen), watchErrs)
 	if len(lost) > 0 {
 		t.Errorf("%d acknowledged events lost: %v", len(lost), lost)
 	}
