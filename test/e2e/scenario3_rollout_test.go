@@ -137,7 +137,9 @@ func (ch *churn) write(ctx context.Context, interval time.Duration) {
 		case <-ticker.C:
 		}
 		name := fmt.Sprintf("churn-%05d", i)
-		_, err := client.Create(ctx, &eventsv1beta1.Event{
+		// Each regards an object of its own: isomorphic creates would be
+		// folded into one stored event (README "Storms").
+		created, err := client.Create(ctx, &eventsv1beta1.Event{
 			ObjectMeta:          metav1.ObjectMeta{Name: name, Namespace: ch.namespace},
 			EventTime:           metav1.NowMicro(),
 			ReportingController: "e2e.events.k8s.io/churn",
@@ -146,11 +148,12 @@ func (ch *churn) write(ctx context.Context, interval time.Duration) {
 			Reason:              "Churn",
 			Type:                corev1.EventTypeNormal,
 			Note:                "an event written while the server rolls",
-			Regarding:           corev1.ObjectReference{Kind: "ConfigMap", Namespace: ch.namespace, Name: "churn", APIVersion: "v1"},
+			Regarding:           corev1.ObjectReference{Kind: "ConfigMap", Namespace: ch.namespace, Name: name, APIVersion: "v1"},
 		}, metav1.CreateOptions{})
 		ch.mu.Lock()
 		if err == nil {
-			ch.acked = append(ch.acked, name)
+			// The name the server answered: the stored event's.
+			ch.acked = append(ch.acked, created.Name)
 		} else if ctx.Err() == nil {
 			ch.failed++
 			if ch.firstFail.IsZero() {
