@@ -189,14 +189,20 @@ func summary(events []eventItem) string {
 	return strings.Join(lines, "; ")
 }
 
-// waitReasons waits until the pod's events hold every reason in want, and
-// returns them.
+// waitReasons waits until the workload pod's events hold every reason in
+// want, and returns them.
 func waitReasons(t *testing.T, ctx context.Context, pod string, want []string, timeout time.Duration) []eventItem {
+	t.Helper()
+	return waitNamespaceReasons(t, ctx, workloadNamespace, pod, want, timeout)
+}
+
+// waitNamespaceReasons is waitReasons in namespace.
+func waitNamespaceReasons(t *testing.T, ctx context.Context, namespace, pod string, want []string, timeout time.Duration) []eventItem {
 	t.Helper()
 	var events []eventItem
 	var lastErr error
 	err := wait.PollUntilContextTimeout(ctx, 2*time.Second, timeout, true, func(ctx context.Context) (bool, error) {
-		events, lastErr = podEvents(ctx, "", workloadNamespace, pod)
+		events, lastErr = podEvents(ctx, "", namespace, pod)
 		if lastErr != nil {
 			return false, nil
 		}
@@ -269,7 +275,7 @@ spec:
 `, workloadNamespace, sandboxImage, serverImage, missingImage)
 }
 
-// TestDefaultOverlay is scenario 1: overlays/default (mirror mode) installed
+// TestDefaultOverlay: overlays/default (mirror mode) installed
 // with the README's commands; the APIService Available through the real
 // Service; a workload's real events read back through the aggregator.
 func TestDefaultOverlay(t *testing.T) {

@@ -199,7 +199,7 @@ func (ch *churn) watch(ctx context.Context, resourceVersion string) error {
 	return nil
 }
 
-// TestRolloutAndPodLoss is scenario 3: `kubectl rollout restart` of the
+// TestRolloutAndPodLoss: `kubectl rollout restart` of the
 // server and the loss of the elected replica's pod while events are
 // written and watched: every acknowledged event is stored and delivered,
 // the watch resumes, and the controllers run on exactly one replica after.

@@ -26,7 +26,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 )
 
-// TestRBACAsInstalled is scenario 4: a user bound to the artifacts'
+// TestRBACAsInstalled: a user bound to the artifacts'
 // aggregated view role (events-apiserver:view) in one namespace reads that
 // namespace's events through the aggregator, and nothing else.
 func TestRBACAsInstalled(t *testing.T) {
