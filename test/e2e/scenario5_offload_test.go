@@ -41,12 +41,12 @@ import (
 // /etc/hosts.
 const offloadEtcdName = "events-etcd.cluster.example"
 
-// TestOffloadOverlay (it runs last: the chart left the namespace empty): overlays/offload installed with
-// hack/gen-serving-cert.sh (the cluster's etcd CA signs the events etcd's
-// certificates), kube-apiserver restarted with
-// --etcd-servers-overrides=/events#https://<the events etcd>: the events of a
-// new workload never reach the main etcd, and our server serves them, with
-// kube-apiserver's own v1 reading the same keys.
+// TestOffloadOverlay, last (the chart left the namespace empty):
+// overlays/offload installed with hack/gen-serving-cert.sh (the cluster's
+// etcd CA signs the events etcd's certificates), kube-apiserver restarted
+// with --etcd-servers-overrides=/events#https://<the events etcd>: the
+// events of a new workload never reach the main etcd, and our server serves
+// them, with kube-apiserver's own v1 reading the same keys.
 func TestOffloadOverlay(t *testing.T) {
 	ctx := context.Background()
 	c := suite.cluster
