@@ -49,6 +49,10 @@ fuzz: ## Fuzz request decoding and field selectors, FUZZ_TIME (100000x, about a 
 test-integration: ## Run the integration tests (builds envtest assets on first use).
 	assets="$$(hack/envtest-assets.sh)" && KUBEBUILDER_ASSETS="$$assets" PATH="$$assets:$$PATH" $(GO) test -count=1 ./test/integration/...
 
+.PHONY: test-e2e
+test-e2e: ## Run the end-to-end suite as root: a one-node cluster from binaries (hack/cluster-assets.sh) in its own network, mount and PID namespaces runs the images and the manifests.
+	$(GO) test -count=1 -timeout 40m -v ./test/e2e
+
 .PHONY: generate
 generate: ## Regenerate deepcopy, conversion, defaults, openapi, protobuf and clients.
 	hack/update-codegen.sh

@@ -16,8 +16,10 @@
 #   - when OVERLAY runs the bundled etcd (components/bundled-etcd), also makes
 #     its CA (etcd/ca.crt, etcd/ca.key), the members' certificate and the
 #     server's client certificate, and generates the Secrets events-etcd-member
-#     and events-apiserver-etcd-client. overlays/offload, whose etcd CA is the
-#     cluster's, needs cert-manager.
+#     and events-apiserver-etcd-client. On overlays/offload the etcd CA is the
+#     cluster's: give its files as ETCD_CA_CERT and ETCD_CA_KEY (copied to
+#     etcd/), and the name kube-apiserver dials as OFFLOAD_ETCD_NAME (default
+#     events-etcd.cluster.example), which the members' certificate then holds.
 # Keep OUT_DIR private (ca.key signs anything the aggregator will trust as this
 # server). Running the script again keeps an existing CA, so the caBundle stays
 # the same, and issues a new serving certificate (valid SERVING_DAYS, default
@@ -53,10 +55,19 @@ builds_on() {
   return 1
 }
 
+# overlays/offload: the etcd certificates are signed by the cluster's etcd CA,
+# which the caller gives (ETCD_CA_CERT, ETCD_CA_KEY: with kubeadm
+# /etc/kubernetes/pki/etcd/ca.{crt,key}); the members' certificate also
+# carries the name kube-apiserver dials (OFFLOAD_ETCD_NAME).
+offload=false
 if [[ "$(basename "${overlay}")" == offload ]] || builds_on "${overlay}" offload; then
-  echo "$0: overlays/offload needs cert-manager: its etcd certificates are signed by the cluster's etcd CA" >&2
-  exit 2
+  if [[ -z "${ETCD_CA_CERT:-}" || -z "${ETCD_CA_KEY:-}" ]]; then
+    echo "$0: overlays/offload signs its etcd certificates with the cluster's etcd CA: set ETCD_CA_CERT and ETCD_CA_KEY to its files" >&2
+    exit 2
+  fi
+  offload=true
 fi
+OFFLOAD_ETCD_NAME="${OFFLOAD_ETCD_NAME:-events-etcd.cluster.example}"
 
 umask 077
 
@@ -94,7 +105,10 @@ openssl verify -CAfile "${out}/ca.crt" "${out}/tls.crt" >/dev/null
 etcd_secrets=""
 if builds_on "${overlay}" bundled-etcd; then
   mkdir -p "${out}/etcd"
-  if [[ ! -s "${out}/etcd/ca.crt" || ! -s "${out}/etcd/ca.key" ]]; then
+  if ${offload}; then
+    cp "${ETCD_CA_CERT}" "${out}/etcd/ca.crt"
+    cp "${ETCD_CA_KEY}" "${out}/etcd/ca.key"
+  elif [[ ! -s "${out}/etcd/ca.crt" || ! -s "${out}/etcd/ca.key" ]]; then
     openssl req -x509 -new -nodes -newkey ec -pkeyopt ec_paramgen_curve:P-256 \
       -keyout "${out}/etcd/ca.key" -out "${out}/etcd/ca.crt" -days "${CA_DAYS}" -subj "/CN=events-etcd-ca" \
       -addext "basicConstraints=critical,CA:TRUE" -addext "keyUsage=critical,keyCertSign,cRLSign" 2>/dev/null
@@ -110,8 +124,9 @@ if builds_on "${overlay}" bundled-etcd; then
       -out "${out}/etcd/$1.crt" -days "${SERVING_DAYS}" -extfile "${ext}" 2>/dev/null
     rm -f "${out}/etcd/ca.srl"
   }
-  etcd_cert member events-etcd serverAuth,clientAuth \
-    "DNS:*.${peer},DNS:*.${peer}.cluster.local,DNS:events-etcd.${NAMESPACE}.svc,DNS:events-etcd.${NAMESPACE}.svc.cluster.local,DNS:localhost,IP:127.0.0.1"
+  member_names="DNS:*.${peer},DNS:*.${peer}.cluster.local,DNS:events-etcd.${NAMESPACE}.svc,DNS:events-etcd.${NAMESPACE}.svc.cluster.local,DNS:localhost,IP:127.0.0.1"
+  ! ${offload} || member_names+=",DNS:${OFFLOAD_ETCD_NAME}"
+  etcd_cert member events-etcd serverAuth,clientAuth "${member_names}"
   etcd_cert client events-apiserver clientAuth
   etcd_secrets="$(for secret in events-etcd-member:member events-apiserver-etcd-client:client; do cat <<EOS
 - name: ${secret%%:*}

@@ -18,7 +18,7 @@ export KUBEBUILDER_ASSETS
 export PATH="${KUBEBUILDER_ASSETS}:${PATH}"
 
 echo "test: go test ./test/... (integration and image)"
-go test -count=1 -timeout 45m $(go list ./test/... | grep -v '/test/faults$')
+go test -count=1 -timeout 45m $(go list ./test/... | grep -v -e '/test/faults$' -e '/test/e2e')
 
 # The fault suite prints its table (-v); about 4 minutes on 2 cores.
 echo "test: fault suite (test/faults)"

@@ -49,8 +49,12 @@ const (
 
 type options struct {
 	binary, output, tag, caFile string
-	version, revision, created  string
-	platformOS, platformArch    string
+	// path is where the binary goes in the image, and the entrypoint;
+	// title names the image in its labels. Other programs (the test
+	// cluster's etcd and sandbox images) are packed the same way.
+	path, title                string
+	version, revision, created string
+	platformOS, platformArch   string
 }
 
 func main() {
@@ -58,6 +62,8 @@ func main() {
 	flag.StringVar(&o.binary, "binary", "", "static events-apiserver binary to put in the image (required)")
 	flag.StringVar(&o.output, "output", "", "archive to write (required)")
 	flag.StringVar(&o.tag, "tag", "events-apiserver:latest", "image reference recorded in the archive")
+	flag.StringVar(&o.path, "path", binaryPath, "where the binary goes in the image; the entrypoint")
+	flag.StringVar(&o.title, "title", "events-apiserver", "org.opencontainers.image.title")
 	flag.StringVar(&o.caFile, "ca-certificates", caCerts, "CA bundle to copy to "+caCerts+"; empty or missing: none")
 	flag.StringVar(&o.version, "version", "", "org.opencontainers.image.version")
 	flag.StringVar(&o.revision, "revision", "", "org.opencontainers.image.revision (git commit)")
@@ -74,6 +80,9 @@ func main() {
 func run(o options) error {
 	if o.binary == "" || o.output == "" {
 		return errors.New("--binary and --output are required")
+	}
+	if !path.IsAbs(o.path) || path.Clean(o.path) != o.path {
+		return fmt.Errorf("--path %q: want a clean absolute path", o.path)
 	}
 	created := time.Unix(0, 0).UTC()
 	if o.created != "" {
@@ -112,13 +121,13 @@ func run(o options) error {
 	cfg.Author = sourceURL
 	cfg.Config = v1.Config{
 		User:         fmt.Sprintf("%d:%d", uid, uid),
-		Entrypoint:   []string{binaryPath},
+		Entrypoint:   []string{o.path},
 		WorkingDir:   dataDir,
 		Env:          []string{"PATH=/usr/local/bin:/usr/bin:/bin"},
 		ExposedPorts: map[string]struct{}{"8443/tcp": {}},
 		Volumes:      map[string]struct{}{dataDir: {}},
 		Labels: map[string]string{
-			"org.opencontainers.image.title":       "events-apiserver",
+			"org.opencontainers.image.title":       o.title,
 			"org.opencontainers.image.description": "Kubernetes Events, made useful and safe: an aggregated API server for core/v1 and events.k8s.io Events",
 			"org.opencontainers.image.source":      sourceURL,
 			"org.opencontainers.image.url":         sourceURL,
@@ -128,7 +137,7 @@ func run(o options) error {
 			"org.opencontainers.image.created":     created.Format(time.RFC3339),
 		},
 	}
-	cfg.History = []v1.History{{Created: v1.Time{Time: created}, CreatedBy: "hack/build-image.sh", Comment: "events-apiserver " + o.version}}
+	cfg.History = []v1.History{{Created: v1.Time{Time: created}, CreatedBy: "hack/build-image.sh", Comment: o.title + " " + o.version}}
 	if img, err = mutate.ConfigFile(img, cfg); err != nil {
 		return err
 	}
@@ -157,7 +166,7 @@ func rootfs(o options, mtime time.Time) ([]byte, error) {
 	files := map[string][]byte{
 		"/etc/passwd":        fmt.Appendf(nil, "root:x:0:0:root:/root:/sbin/nologin\n%s:x:%d:%d:%s:/home/%s:/sbin/nologin\n", userName, uid, uid, userName, userName),
 		"/etc/group":         fmt.Appendf(nil, "root:x:0:\n%s:x:%d:\n", userName, uid),
-		binaryPath:           binary,
+		o.path:               binary,
 		"/etc/nsswitch.conf": []byte("hosts: files dns\n"),
 	}
 	if o.caFile != "" {
@@ -205,7 +214,7 @@ func rootfs(o options, mtime time.Time) ([]byte, error) {
 	sort.Strings(paths)
 	for _, p := range paths {
 		mode := int64(0o644)
-		if p == binaryPath {
+		if p == o.path {
 			mode = 0o755
 		}
 		if err := file(p, mode, files[p]); err != nil {

@@ -1,0 +1,44 @@
+{{/* Labels every object carries, as the overlays' `labels:`. */}}
+{{- define "events-apiserver.partOf" -}}
+app.kubernetes.io/part-of: events-apiserver
+{{- end }}
+
+{{/* The server's selector labels. */}}
+{{- define "events-apiserver.selector" -}}
+app.kubernetes.io/component: apiserver
+app.kubernetes.io/name: events-apiserver
+{{- end }}
+
+{{/* The bundled etcd's selector labels. */}}
+{{- define "events-apiserver.etcdSelector" -}}
+app.kubernetes.io/component: etcd
+app.kubernetes.io/name: events-etcd
+{{- end }}
+
+{{/* The etcd client URLs the server dials. */}}
+{{- define "events-apiserver.etcdServers" -}}
+{{- if .Values.etcd.bundled -}}
+https://events-etcd-0.events-etcd-peer.events-apiserver.svc:2379,https://events-etcd-1.events-etcd-peer.events-apiserver.svc:2379,https://events-etcd-2.events-etcd-peer.events-apiserver.svc:2379
+{{- else -}}
+{{ .Values.etcd.servers }}
+{{- end }}
+{{- end }}
+
+{{/* Fails on combinations the overlays do not offer. */}}
+{{- define "events-apiserver.validate" -}}
+{{- if not (has .Values.mode (list "mirror" "offload")) }}
+{{- fail (printf "mode %q: want mirror or offload" .Values.mode) }}
+{{- end }}
+{{- if and (eq .Values.mode "offload") (not .Values.etcd.bundled) }}
+{{- fail "mode offload needs etcd.bundled: kube-apiserver keeps its events in the bundled etcd" }}
+{{- end }}
+{{- if and (eq .Values.mode "offload") (not .Values.certificates.certManager) }}
+{{- fail "mode offload needs certificates.certManager: its etcd certificates are signed by the cluster's etcd CA" }}
+{{- end }}
+{{- if and (not .Values.certificates.certManager) (not .Values.certificates.caBundle) }}
+{{- fail "certificates.certManager false needs certificates.caBundle" }}
+{{- end }}
+{{- if .Values.history.enabled }}
+{{- fail "history.enabled: the history archive is not in this chart yet" }}
+{{- end }}
+{{- end }}

@@ -1,0 +1,203 @@
+/*
+Copyright The events-apiserver Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+// Package e2e installs events-apiserver as an operator would, on a real
+// one-node cluster built from binaries (hack/cluster-assets.sh) inside a
+// network, mount and PID sandbox of its own: the images `make image` builds
+// (and an etcd and a sandbox image packed the same way), the README's
+// commands (`kubectl apply -k`), and the events a real kubelet, scheduler
+// and controllers write. It needs root and the host packages
+// hack/cluster-packages.sh installs; `make test-e2e` runs it.
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The images the suite imports; the names are the manifests'.
+const (
+	serverImage = "docker.io/library/events-apiserver:latest"
+)
+
+// suite is what TestMain set up for the scenarios.
+var suite struct {
+	root    string
+	cluster *Cluster
+	// images are the archives, by reference.
+	images map[string]string
+	// etcdImage is the bundled etcd's image reference in the manifests.
+	etcdImage string
+}
+
+func TestMain(m *testing.M) {
+	if os.Getenv(sandboxEnv) == "" {
+		os.Exit(runInSandbox())
+	}
+	os.Exit(runSuite(m))
+}
+
+// runSuite brings the cluster up, runs the scenarios and tears it down.
+func runSuite(m *testing.M) int {
+	ctx := context.Background()
+	start := time.Now()
+	fail := func(err error) int {
+		fmt.Fprintln(os.Stderr, "test/e2e:", err)
+		return 1
+	}
+	if err := prepareSandbox(); err != nil {
+		return fail(err)
+	}
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		return fail(err)
+	}
+	suite.root = root
+	if out, err := exec.Command(filepath.Join(root, "hack", "cluster-packages.sh")).CombinedOutput(); err != nil {
+		return fail(fmt.Errorf("hack/cluster-packages.sh: %w: %s", err, out))
+	}
+	assetsStart := time.Now()
+	out, err := exec.Command(filepath.Join(root, "hack", "cluster-assets.sh")).Output()
+	if err != nil {
+		return fail(fmt.Errorf("hack/cluster-assets.sh: %w", err))
+	}
+	assets := strings.TrimSpace(string(out))
+	fmt.Printf("e2e: cluster binaries ready in %s (%s)\n", time.Since(assetsStart).Round(time.Second), assets)
+
+	imagesStart := time.Now()
+	imageDir, err := os.MkdirTemp("", "events-e2e-images-")
+	if err != nil {
+		return fail(err)
+	}
+	defer os.RemoveAll(imageDir)
+	if err := buildImages(ctx, root, assets, imageDir); err != nil {
+		return fail(err)
+	}
+	fmt.Printf("e2e: images built in %s\n", time.Since(imagesStart).Round(time.Second))
+
+	clusterStart := time.Now()
+	c, err := StartCluster(ctx, assets, ClusterOptions{})
+	if err != nil {
+		return fail(err)
+	}
+	suite.cluster = c
+	for _, t := range c.Timings {
+		fmt.Printf("e2e: %-24s ready in %s\n", t.Component, t.Took.Round(time.Millisecond))
+	}
+	fmt.Printf("e2e: node Ready %s after the first component started\n", time.Since(clusterStart).Round(time.Millisecond))
+	code := 0
+	for ref, archive := range suite.images {
+		if err := c.ImportImage(ctx, archive); err != nil {
+			code = fail(fmt.Errorf("importing %s: %w", ref, err))
+		}
+	}
+	if code == 0 {
+		code = m.Run()
+	}
+	if code != 0 || os.Getenv("EVENTS_E2E_KEEP_LOGS") != "" {
+		keep := filepath.Join(os.TempDir(), "events-e2e-logs-"+filepath.Base(c.Dir))
+		if err := copyLogs(c.path("logs"), keep); err == nil {
+			fmt.Printf("e2e: component logs kept in %s\n", keep)
+		}
+	}
+	stopStart := time.Now()
+	if err := c.Stop(ctx); err != nil {
+		return fail(fmt.Errorf("teardown: %w", err))
+	}
+	if err := cleanSandbox(); err != nil {
+		return fail(fmt.Errorf("teardown: %w", err))
+	}
+	fmt.Printf("e2e: torn down in %s; whole suite %s\n", time.Since(stopStart).Round(time.Millisecond), time.Since(start).Round(time.Second))
+	return code
+}
+
+// copyLogs copies the components' logs out of the cluster directory.
+func copyLogs(from, to string) error {
+	if err := os.MkdirAll(to, 0o755); err != nil {
+		return err
+	}
+	entries, err := os.ReadDir(from)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		data, err := os.ReadFile(filepath.Join(from, e.Name()))
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(to, e.Name()), data, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// etcdImagePattern finds the bundled etcd's image in its StatefulSet.
+var etcdImagePattern = regexp.MustCompile(`(?m)^\s*image:\s*(\S*etcd\S*)\s*$`)
+
+// buildImages builds the server's image with `make image`, and packs the
+// static etcd (under the name the bundled etcd's StatefulSet runs) and the
+// sandbox program the same way (hack/tools/imagebuild).
+func buildImages(ctx context.Context, root, assets, dir string) error {
+	statefulset, err := os.ReadFile(filepath.Join(root, "artifacts", "components", "bundled-etcd", "statefulset.yaml"))
+	if err != nil {
+		return err
+	}
+	match := etcdImagePattern.FindSubmatch(statefulset)
+	if match == nil {
+		return fmt.Errorf("no etcd image in components/bundled-etcd/statefulset.yaml")
+	}
+	suite.etcdImage = string(match[1])
+	suite.images = map[string]string{
+		serverImage:     filepath.Join(dir, "events-apiserver.tar"),
+		suite.etcdImage: filepath.Join(dir, "etcd.tar"),
+		sandboxImage:    filepath.Join(dir, "pause.tar"),
+	}
+	run := func(env []string, name string, args ...string) error {
+		cmd := exec.CommandContext(ctx, name, args...)
+		cmd.Dir = root
+		cmd.Env = append(os.Environ(), env...)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("%s %s: %w: %s", name, strings.Join(args, " "), err, out)
+		}
+		return nil
+	}
+	if err := run([]string{"IMAGE=" + serverImage}, "make", "image", "IMAGE_ARCHIVE="+suite.images[serverImage]); err != nil {
+		return err
+	}
+	pause := filepath.Join(dir, "pause")
+	if err := run([]string{"CGO_ENABLED=0"}, "go", "build", "-trimpath", "-ldflags", "-s -w", "-o", pause, "./test/e2e/pause"); err != nil {
+		return err
+	}
+	for _, img := range []struct{ binary, path, title, ref string }{
+		{filepath.Join(assets, "etcd-static"), "/usr/local/bin/etcd", "etcd", suite.etcdImage},
+		{pause, "/pause", "pause", sandboxImage},
+	} {
+		if err := run(nil, "go", "run", "-C", "hack/tools", "./imagebuild",
+			"--binary", img.binary, "--path", img.path, "--title", img.title,
+			"--tag", img.ref, "--output", suite.images[img.ref]); err != nil {
+			return err
+		}
+	}
+	return nil
+}

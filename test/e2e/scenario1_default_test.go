@@ -1,0 +1,369 @@
+/*
+Copyright The events-apiserver Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/kube-events/events-apiserver/test/freeport"
+)
+
+// workloadNamespace holds the scenarios' workloads.
+const workloadNamespace = "e2e-workload"
+
+// kubectl runs the assets' kubectl as the admin (or with kubeconfig) and
+// returns its standard output.
+func kubectl(ctx context.Context, kubeconfig string, args ...string) (string, error) {
+	c := suite.cluster
+	if kubeconfig == "" {
+		kubeconfig = c.Kubeconfig
+	}
+	cmd := exec.CommandContext(ctx, filepath.Join(c.Assets, "kubectl"), args...)
+	cmd.Dir = suite.root
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return stdout.String(), fmt.Errorf("kubectl %s: %w: %s", strings.Join(args, " "), err, stderr.String())
+	}
+	return stdout.String(), nil
+}
+
+// mustKubectl is kubectl that fails t.
+func mustKubectl(t *testing.T, ctx context.Context, args ...string) string {
+	t.Helper()
+	out, err := kubectl(ctx, "", args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// applyYAML applies manifests from a string.
+func applyYAML(t *testing.T, ctx context.Context, manifests string) {
+	t.Helper()
+	f := filepath.Join(t.TempDir(), "manifests.yaml")
+	if err := os.WriteFile(f, []byte(manifests), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mustKubectl(t, ctx, "apply", "-f", f)
+}
+
+// etcdVolumes makes the bundled etcd's three PersistentVolumes: a one-node
+// cluster has no provisioner. hostPath directories owned by the members'
+// user (fsGroup does not apply to hostPath).
+func etcdVolumes(t *testing.T, ctx context.Context, prefix string) {
+	t.Helper()
+	var manifests strings.Builder
+	for i := range 3 {
+		dir := suite.cluster.path("volumes", fmt.Sprintf("%s-%d", prefix, i))
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chown(dir, 65532, 65532); err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(&manifests, `---
+apiVersion: v1
+kind: PersistentVolume
+metadata:
+  name: %s-%d
+spec:
+  capacity: {storage: 8Gi}
+  accessModes: [ReadWriteOnce]
+  persistentVolumeReclaimPolicy: Retain
+  storageClassName: ""
+  hostPath: {path: %s, type: Directory}
+`, prefix, i, dir)
+	}
+	applyYAML(t, ctx, manifests.String())
+}
+
+// installDefault installs overlays/default the way artifacts/README.md's
+// "Install without cert-manager" says, and returns how long the server
+// took to be Available through the aggregator.
+func installDefault(t *testing.T, ctx context.Context) time.Duration {
+	t.Helper()
+	c := suite.cluster
+	dir := c.path("my-events-install")
+	gen := exec.CommandContext(ctx, filepath.Join(suite.root, "hack", "gen-serving-cert.sh"), dir)
+	gen.Dir = suite.root
+	if out, err := gen.CombinedOutput(); err != nil {
+		t.Fatalf("hack/gen-serving-cert.sh: %v: %s", err, out)
+	}
+	etcdVolumes(t, ctx, "events-etcd")
+	start := time.Now()
+	mustKubectl(t, ctx, "apply", "-k", dir)
+	mustKubectl(t, ctx, "-n", "events-apiserver", "rollout", "status", "statefulset/events-etcd", "--timeout=6m")
+	etcdReady := time.Since(start)
+	mustKubectl(t, ctx, "-n", "events-apiserver", "rollout", "status", "deployment/events-apiserver", "--timeout=5m")
+	deploymentReady := time.Since(start)
+	mustKubectl(t, ctx, "wait", "--for=condition=Available", "apiservice/v1beta1.events.k8s.io", "--timeout=3m")
+	available := time.Since(start)
+	logf(t, "install: etcd members Ready after %s, Deployment Ready after %s, APIService Available after %s",
+		etcdReady.Round(time.Second), deploymentReady.Round(time.Second), available.Round(time.Second))
+	return available
+}
+
+// eventItem is the part of an events.k8s.io event the scenarios read.
+type eventItem struct {
+	APIVersion string `json:"apiVersion"`
+	Metadata   struct {
+		Name string `json:"name"`
+	} `json:"metadata"`
+	Reason              string `json:"reason"`
+	Action              string `json:"action"`
+	ReportingController string `json:"reportingController"`
+	Note                string `json:"note"`
+	DeprecatedCount     int    `json:"deprecatedCount"`
+	Series              *struct {
+		Count int    `json:"count"`
+		State string `json:"state"`
+	} `json:"series"`
+}
+
+// podEvents lists, through the aggregator with the README's command, the
+// events.k8s.io events regarding a pod.
+func podEvents(ctx context.Context, kubeconfig, namespace, pod string) ([]eventItem, error) {
+	out, err := kubectl(ctx, kubeconfig, "get", "events.events.k8s.io", "-n", namespace, "--field-selector", "regarding.name="+pod, "-o", "json")
+	if err != nil {
+		return nil, err
+	}
+	var list struct {
+		Items []eventItem `json:"items"`
+	}
+	if err := json.Unmarshal([]byte(out), &list); err != nil {
+		return nil, err
+	}
+	return list.Items, nil
+}
+
+// reasons counts events by reason.
+func reasons(events []eventItem) map[string]int {
+	counts := map[string]int{}
+	for _, e := range events {
+		counts[e.Reason]++
+	}
+	return counts
+}
+
+// summary prints reasons with their counts, controllers, actions and series.
+func summary(events []eventItem) string {
+	var lines []string
+	for _, e := range events {
+		line := fmt.Sprintf("%s/%s by %s action=%q count=%d", e.APIVersion, e.Reason, e.ReportingController, e.Action, e.DeprecatedCount)
+		if e.Series != nil {
+			line += fmt.Sprintf(" series{count=%d state=%s}", e.Series.Count, e.Series.State)
+		}
+		lines = append(lines, line)
+	}
+	sort.Strings(lines)
+	return strings.Join(lines, "; ")
+}
+
+// waitReasons waits until the workload pod's events hold every reason in
+// want, and returns them.
+func waitReasons(t *testing.T, ctx context.Context, pod string, want []string, timeout time.Duration) []eventItem {
+	t.Helper()
+	return waitNamespaceReasons(t, ctx, workloadNamespace, pod, want, timeout)
+}
+
+// waitNamespaceReasons is waitReasons in namespace.
+func waitNamespaceReasons(t *testing.T, ctx context.Context, namespace, pod string, want []string, timeout time.Duration) []eventItem {
+	t.Helper()
+	var events []eventItem
+	var lastErr error
+	err := wait.PollUntilContextTimeout(ctx, 2*time.Second, timeout, true, func(ctx context.Context) (bool, error) {
+		events, lastErr = podEvents(ctx, "", namespace, pod)
+		if lastErr != nil {
+			return false, nil
+		}
+		seen := reasons(events)
+		for _, r := range want {
+			if seen[r] == 0 {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		t.Fatalf("pod %s: want reasons %v; saw %s (last error %v)", pod, want, summary(events), lastErr)
+	}
+	return events
+}
+
+// workload is a steady Deployment (the sandbox program), a pod whose
+// container exits at once (the server with an unknown flag) and a pod whose
+// image is on a loopback registry nothing serves.
+func workload(missingImage string) string {
+	return fmt.Sprintf(`apiVersion: v1
+kind: Namespace
+metadata:
+  name: %[1]s
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: steady
+  namespace: %[1]s
+spec:
+  replicas: 1
+  selector:
+    matchLabels: {app: steady}
+  template:
+    metadata:
+      labels: {app: steady}
+    spec:
+      terminationGracePeriodSeconds: 1
+      containers:
+      - name: steady
+        image: %[2]s
+        imagePullPolicy: IfNotPresent
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: crashloop
+  namespace: %[1]s
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: crash
+    image: %[3]s
+    imagePullPolicy: IfNotPresent
+    args: [--no-such-flag]
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: missing-image
+  namespace: %[1]s
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: missing
+    image: %[4]s
+    imagePullPolicy: IfNotPresent
+`, workloadNamespace, sandboxImage, serverImage, missingImage)
+}
+
+// TestDefaultOverlay: overlays/default (mirror mode) installed
+// with the README's commands; the APIService Available through the real
+// Service; a workload's real events read back through the aggregator.
+func TestDefaultOverlay(t *testing.T) {
+	ctx := context.Background()
+	c := suite.cluster
+	installDefault(t, ctx)
+
+	// The APIService goes through the Service in front of the pods.
+	svc, err := c.Client.CoreV1().Services("events-apiserver").Get(ctx, "events-apiserver", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if svc.Spec.ClusterIP == "" || svc.Spec.ExternalName != "" {
+		t.Fatalf("Service events-apiserver: want a cluster IP, got %+v", svc.Spec)
+	}
+	preferred := mustKubectl(t, ctx, "get", "--raw", "/apis/events.k8s.io")
+	if !strings.Contains(preferred, `"preferredVersion":{"groupVersion":"events.k8s.io/v1beta1"`) {
+		t.Errorf("events.k8s.io discovery: want v1beta1 preferred, got %s", preferred)
+	}
+
+	// A loopback port nothing listens on: the pull fails without leaving
+	// the sandbox.
+	missing := fmt.Sprintf("127.0.0.1:%d/missing:v1", freeport.Port(t))
+	applyYAML(t, ctx, workload(missing))
+	mustKubectl(t, ctx, "-n", workloadNamespace, "rollout", "status", "deployment/steady", "--timeout=3m")
+	mustKubectl(t, ctx, "-n", workloadNamespace, "scale", "deployment/steady", "--replicas=3")
+	mustKubectl(t, ctx, "-n", workloadNamespace, "rollout", "status", "deployment/steady", "--timeout=3m")
+
+	crash := waitReasons(t, ctx, "crashloop", []string{"Scheduled", "Pulled", "Created", "Started", "BackOff"}, 4*time.Minute)
+	logf(t, "crashloop: reasons %v; %s", reasons(crash), summary(crash))
+	miss := waitReasons(t, ctx, "missing-image", []string{"Scheduled", "Pulling", "Failed", "BackOff"}, 4*time.Minute)
+	logf(t, "missing-image: reasons %v; %s", reasons(miss), summary(miss))
+
+	for _, e := range append(append([]eventItem{}, crash...), miss...) {
+		if e.APIVersion != "events.k8s.io/v1beta1" {
+			t.Errorf("event %s: apiVersion %q, want events.k8s.io/v1beta1 (our server, the preferred version)", e.Metadata.Name, e.APIVersion)
+		}
+		if e.ReportingController == "" {
+			t.Errorf("event %s (%s): no reportingController", e.Metadata.Name, e.Reason)
+		}
+	}
+	byReason := func(events []eventItem, reason string) eventItem {
+		for _, e := range events {
+			if e.Reason == reason {
+				return e
+			}
+		}
+		return eventItem{}
+	}
+	scheduled := byReason(crash, "Scheduled")
+	if diff := cmp.Diff([]string{"default-scheduler", "Binding"}, []string{scheduled.ReportingController, scheduled.Action}); diff != "" {
+		t.Errorf("Scheduled (-want +got):\n%s", diff)
+	}
+	if got := byReason(crash, "Started").ReportingController; got != "kubelet" {
+		t.Errorf("Started: reportingController %q, want kubelet", got)
+	}
+
+	steadyPods, err := c.Client.CoreV1().Pods(workloadNamespace).List(ctx, metav1.ListOptions{LabelSelector: "app=steady"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range steadyPods.Items {
+		events := waitReasons(t, ctx, p.Name, []string{"Scheduled", "Pulled", "Created", "Started"}, 2*time.Minute)
+		logf(t, "steady pod %s: reasons %v", p.Name, reasons(events))
+	}
+
+	// The crash loop's BackOff repeats: a series (or a count) that grows
+	// while the pod lives.
+	backOffState := func() (eventItem, error) {
+		events, err := podEvents(ctx, "", workloadNamespace, "crashloop")
+		return byReason(events, "BackOff"), err
+	}
+	var backOff eventItem
+	if err := wait.PollUntilContextTimeout(ctx, 2*time.Second, 3*time.Minute, true, func(context.Context) (bool, error) {
+		var err error
+		backOff, err = backOffState()
+		return err == nil && (backOff.Series != nil || backOff.DeprecatedCount > 1), nil
+	}); err != nil {
+		t.Fatalf("crashloop BackOff never repeated: %+v", backOff)
+	}
+	logf(t, "crashloop BackOff while the pod lives: count=%d series=%+v", backOff.DeprecatedCount, backOff.Series)
+	if backOff.Series != nil && backOff.Series.State != "Ongoing" {
+		t.Errorf("crashloop BackOff series state %q while the pod lives, want Ongoing", backOff.Series.State)
+	}
+	mustKubectl(t, ctx, "-n", workloadNamespace, "delete", "pod", "crashloop", "--wait=true", "--timeout=2m")
+	after, err := backOffState()
+	if err != nil {
+		t.Fatal(err)
+	}
+	logf(t, "crashloop BackOff after the pod was deleted: count=%d series=%+v", after.DeprecatedCount, after.Series)
+}

@@ -1,0 +1,107 @@
+/*
+Copyright The events-apiserver Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
+)
+
+// helm runs the helm CLI pinned in hack/tools/go.mod as the admin.
+func helm(ctx context.Context, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, "go", append([]string{"tool", "helm"}, args...)...)
+	cmd.Dir = filepath.Join(suite.root, "hack", "tools")
+	home := filepath.Join(suite.cluster.Dir, "helm")
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+suite.cluster.Kubeconfig,
+		"HELM_CACHE_HOME="+filepath.Join(home, "cache"), "HELM_CONFIG_HOME="+filepath.Join(home, "config"), "HELM_DATA_HOME="+filepath.Join(home, "data"))
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return string(out), fmt.Errorf("helm %s: %w: %s", strings.Join(args, " "), err, out)
+	}
+	return string(out), nil
+}
+
+// TestHelmInstall installs the chart in place of the kustomize install:
+// the kustomize install is deleted with `kubectl delete -k`, the chart is
+// installed with the certificates hack/gen-serving-cert.sh made (the chart's
+// certificates.certManager=false), and the server answers through the
+// aggregator again.
+func TestHelmInstall(t *testing.T) {
+	ctx := context.Background()
+	c := suite.cluster
+	install := c.path("my-events-install")
+	if _, err := os.Stat(filepath.Join(install, "kustomization.yaml")); err != nil {
+		t.Fatalf("no kustomize install to replace (TestDefaultOverlay runs first): %v", err)
+	}
+	start := time.Now()
+	mustKubectl(t, ctx, "delete", "-k", install, "--wait=true", "--timeout=5m")
+	mustKubectl(t, ctx, "delete", "persistentvolume", "events-etcd-0", "events-etcd-1", "events-etcd-2", "--wait=true", "--timeout=2m")
+	logf(t, "kustomize install deleted in %s", time.Since(start).Round(time.Second))
+
+	etcdVolumes(t, ctx, "chart-etcd")
+	start = time.Now()
+	if out, err := helm(ctx, "install", "events-apiserver", filepath.Join(suite.root, "charts", "events-apiserver"),
+		"--set", "certificates.certManager=false", "--set-file", "certificates.caBundle="+filepath.Join(install, "ca.crt")); err != nil {
+		t.Fatal(err)
+	} else {
+		logf(t, "helm install: %s", firstLine(out))
+	}
+	for _, s := range []struct{ name, dir, cert string }{
+		{"events-apiserver-serving-cert", install, "tls"},
+		{"events-etcd-member", filepath.Join(install, "etcd"), "member"},
+		{"events-apiserver-etcd-client", filepath.Join(install, "etcd"), "client"},
+	} {
+		caFile := filepath.Join(s.dir, "ca.crt")
+		mustKubectl(t, ctx, "-n", serverNamespace, "create", "secret", "generic", s.name, "--type=kubernetes.io/tls",
+			"--from-file=tls.crt="+filepath.Join(s.dir, s.cert+".crt"), "--from-file=tls.key="+filepath.Join(s.dir, s.cert+".key"),
+			"--from-file=ca.crt="+caFile)
+	}
+	mustKubectl(t, ctx, "-n", serverNamespace, "rollout", "status", "statefulset/events-etcd", "--timeout=6m")
+	mustKubectl(t, ctx, "-n", serverNamespace, "rollout", "status", "deployment/events-apiserver", "--timeout=5m")
+	mustKubectl(t, ctx, "wait", "--for=condition=Available", "apiservice/v1beta1.events.k8s.io", "--timeout=3m")
+	logf(t, "chart install Available after %s", time.Since(start).Round(time.Second))
+
+	// The mirror copies kube-apiserver's events again: the workload's are
+	// served by the new install.
+	var events []eventItem
+	var err error
+	if err := wait.PollUntilContextTimeout(ctx, 2*time.Second, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
+		events, err = podEvents(ctx, "", workloadNamespace, "missing-image")
+		return err == nil && len(events) > 0, nil
+	}); err != nil {
+		t.Fatalf("no events of %s/missing-image through the chart's install: %v", workloadNamespace, err)
+	}
+	logf(t, "chart install serves %s/missing-image: reasons %v", workloadNamespace, reasons(events))
+	if out, err := helm(ctx, "uninstall", "events-apiserver", "--wait", "--timeout=5m"); err != nil {
+		t.Error(err)
+	} else {
+		logf(t, "helm uninstall: %s", firstLine(out))
+	}
+}
+
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(strings.TrimSpace(s), "\n")
+	return line
+}

@@ -1,0 +1,250 @@
+/*
+Copyright The events-apiserver Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+// Package chart checks that the Helm chart charts/events-apiserver renders
+// the objects the kustomize overlays do: each overlay is built with the real
+// kubectl (kustomize) and the chart with the helm CLI pinned in
+// hack/tools/go.mod (`go tool helm`), and the two object sets must be equal,
+// object by object and field by field. Only kustomize's generated-name hash
+// on the ConfigMap events-apiserver-etcd is set aside.
+//
+//	KUBEBUILDER_ASSETS="$(hack/envtest-assets.sh)" go test ./test/integration/chart/
+package chart
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/yaml"
+)
+
+// repoRoot is the module root, two directories up.
+func repoRoot(t *testing.T) string {
+	t.Helper()
+	root, err := filepath.Abs("../../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return root
+}
+
+// run runs a command in dir and returns its standard output.
+func run(t *testing.T, dir, name string, args ...string) (string, error) {
+	t.Helper()
+	cmd := exec.Command(name, args...)
+	cmd.Dir = dir
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return stdout.String(), fmt.Errorf("%s %s: %w: %s", name, strings.Join(args, " "), err, stderr.String())
+	}
+	return stdout.String(), nil
+}
+
+// kubectl is the envtest assets' kubectl.
+func kubectl(t *testing.T) string {
+	t.Helper()
+	assets := os.Getenv("KUBEBUILDER_ASSETS")
+	if assets == "" {
+		t.Fatal(`KUBEBUILDER_ASSETS is not set: this test builds the overlays with the real kubectl. ` +
+			`Run it as: KUBEBUILDER_ASSETS="$(hack/envtest-assets.sh)" go test ./test/integration/chart/`)
+	}
+	return filepath.Join(assets, "kubectl")
+}
+
+// helmBinary is the pinned helm, built once (`go tool -n` builds and
+// caches it, and prints its path).
+var helmBinary = sync.OnceValues(func() (string, error) {
+	cmd := exec.Command("go", "tool", "-n", "helm")
+	cmd.Dir = filepath.Join("..", "..", "..", "hack", "tools")
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("go tool -n helm (hack/tools): %w", err)
+	}
+	return strings.TrimSpace(string(out)), nil
+})
+
+// helmTemplate renders the chart with the pinned helm and values.
+func helmTemplate(t *testing.T, values ...string) (string, error) {
+	t.Helper()
+	helm, err := helmBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := repoRoot(t)
+	args := []string{"template", "events-apiserver", filepath.Join(root, "charts", "events-apiserver")}
+	for _, v := range values {
+		args = append(args, "--set", v)
+	}
+	return run(t, t.TempDir(), helm, args...)
+}
+
+// generatedHash is kustomize's suffix on a generated ConfigMap's name.
+var generatedHash = regexp.MustCompile(`^(events-apiserver-etcd)-[a-z0-9]{10}$`)
+
+// objects parses a multi-document YAML stream into objects keyed by
+// apiVersion, kind, namespace and name.
+func objects(t *testing.T, stream string) map[string]any {
+	t.Helper()
+	out := map[string]any{}
+	reader := utilyaml.NewYAMLReader(bufio.NewReader(strings.NewReader(stream)))
+	for {
+		doc, err := reader.Read()
+		if err != nil {
+			break
+		}
+		var obj map[string]any
+		if err := yaml.Unmarshal(doc, &obj); err != nil {
+			t.Fatalf("parsing %s: %v", doc, err)
+		}
+		if obj == nil {
+			continue
+		}
+		unhash(obj)
+		meta, _ := obj["metadata"].(map[string]any)
+		key := fmt.Sprintf("%s %s %s/%s", obj["apiVersion"], obj["kind"], meta["namespace"], meta["name"])
+		if _, dup := out[key]; dup {
+			t.Fatalf("%s twice", key)
+		}
+		out[key] = obj
+	}
+	return out
+}
+
+// unhash drops kustomize's name hash wherever the ConfigMap's name is.
+func unhash(v any) {
+	switch v := v.(type) {
+	case map[string]any:
+		for k, e := range v {
+			if s, ok := e.(string); ok {
+				v[k] = generatedHash.ReplaceAllString(s, "$1")
+				continue
+			}
+			unhash(e)
+		}
+	case []any:
+		for i, e := range v {
+			if s, ok := e.(string); ok {
+				v[i] = generatedHash.ReplaceAllString(s, "$1")
+				continue
+			}
+			unhash(e)
+		}
+	}
+}
+
+func keys(m map[string]any) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func TestChartRendersTheOverlays(t *testing.T) {
+	root := repoRoot(t)
+	// The kube-v1-preferred variant: overlays/default with the component,
+	// as its comment in overlays/default says.
+	preferred := t.TempDir()
+	// A link to artifacts/ keeps the variant's paths relative, as an
+	// overlay of the user's own would have them.
+	if err := os.Symlink(filepath.Join(root, "artifacts"), filepath.Join(preferred, "artifacts")); err != nil {
+		t.Fatal(err)
+	}
+	variant := filepath.Join(preferred, "variant")
+	if err := os.Mkdir(variant, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(variant, "kustomization.yaml"), []byte(`apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+resources:
+- ../artifacts/overlays/default
+components:
+- ../artifacts/components/kube-v1-preferred
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	cases := []struct {
+		name    string
+		overlay string
+		values  []string
+	}{
+		{name: "default", overlay: filepath.Join(root, "artifacts", "overlays", "default")},
+		{name: "offload", overlay: filepath.Join(root, "artifacts", "overlays", "offload"), values: []string{"mode=offload"}},
+		{name: "external etcd", overlay: filepath.Join(root, "artifacts", "overlays", "external-etcd"), values: []string{"etcd.bundled=false"}},
+		{name: "kube v1 preferred", overlay: variant, values: []string{"kubeV1Preferred=true"}},
+	}
+	k := kubectl(t)
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			built, err := run(t, root, k, "kustomize", tc.overlay)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rendered, err := helmTemplate(t, tc.values...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, got := objects(t, built), objects(t, rendered)
+			if diff := cmp.Diff(keys(want), keys(got)); diff != "" {
+				t.Errorf("objects (-kustomize +helm):\n%s", diff)
+			}
+			for key, obj := range want {
+				if other, ok := got[key]; ok {
+					if diff := cmp.Diff(obj, other); diff != "" {
+						t.Errorf("%s (-kustomize +helm):\n%s", key, diff)
+					}
+				}
+			}
+		})
+	}
+}
+
+// The combinations no overlay offers fail to render, saying why.
+func TestChartRefuses(t *testing.T) {
+	cases := []struct {
+		name   string
+		values []string
+		want   string
+	}{
+		{"offload with an external etcd", []string{"mode=offload", "etcd.bundled=false"}, "mode offload needs etcd.bundled"},
+		{"offload without cert-manager", []string{"mode=offload", "certificates.certManager=false", "certificates.caBundle=x"}, "mode offload needs certificates.certManager"},
+		{"no cert-manager and no caBundle", []string{"certificates.certManager=false"}, "needs certificates.caBundle"},
+		{"an unknown mode", []string{"mode=proxy"}, `mode "proxy": want mirror or offload`},
+		{"the history archive", []string{"history.enabled=true"}, "history archive is not in this chart yet"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := helmTemplate(t, tc.values...)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("helm template --set %s: error %v, want one saying %q", strings.Join(tc.values, ","), err, tc.want)
+			}
+		})
+	}
+}
