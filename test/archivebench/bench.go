@@ -215,7 +215,7 @@ func generate(cfg Config, now time.Time) (*data, error) {
 				"involvedObject.kind": o.kind, "involvedObject.namespace": o.ns, "involvedObject.name": o.name,
 				"involvedObject.uid": o.uid, "involvedObject.apiVersion": "v1", "involvedObject.resourceVersion": o.rv,
 				"involvedObject.fieldPath": ev.InvolvedObject.FieldPath,
-				"reason": reason, "source": "kubelet", "type": etype,
+				"reason":                   reason, "source": "kubelet", "type": etype,
 				"reportingComponent": "kubelet", "reportingInstance": node,
 			}
 			if related != "" {
