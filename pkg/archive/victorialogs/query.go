@@ -115,8 +115,7 @@ func (c *candidate) cursor() *archive.Cursor {
 // It reads the order keys and states of the rows matching q newest first,
 // in batches; a row is the answer for its UID if no row of that UID in the
 // window (matching q or not) has a greater resourceVersion, which one more
-// query per batch checks for the batch's UIDs (a filter on rv prunes the
-// engine's blocks by their min and max). A last query reads the whole
+// query checks for the UIDs read (usually one per page). A last query reads the whole
 // rows of the page's records: reading every column of every row the
 // engine sorts costs a hundred times more than three.
 func queryPage(ctx context.Context, r runner, q archive.Query, retention time.Duration, now time.Time) (archive.Page, error) {
@@ -320,18 +319,19 @@ func newestStates(ctx context.Context, r runner, w window, rows []candidate) (ma
 	if len(rows) == 0 {
 		return newest, nil
 	}
-	minRV := rows[0].rv
 	uids := make([]string, 0, len(rows))
 	for _, c := range rows {
 		if _, ok := newest[c.uid]; !ok {
 			newest[c.uid] = 0
 			uids = append(uids, strconv.Quote(c.uid))
 		}
-		minRV = min(minRV, c.rv)
 	}
+	// The UIDs' bloom filters find their blocks; a filter on rv (to skip
+	// older states) would cost more than it saves: the engine reads the
+	// column of every block in the window to apply it.
 	var b strings.Builder
 	fmt.Fprintf(&b, "_time:[%s, %s) %s", formatTime(w.since), formatTime(w.until), streamFilter(rows))
-	fmt.Fprintf(&b, " %s:>=%d %s:in(%s) | stats by (%s) max(%s) as %s", colRV, minRV, colUID, strings.Join(uids, ","), colUID, colRV, colRV)
+	fmt.Fprintf(&b, " %s:in(%s) | stats by (%s) max(%s) as %s", colUID, strings.Join(uids, ","), colUID, colRV, colRV)
 	err := r.run(ctx, b.String(), func(row map[string]string) error {
 		rv, err := strconv.ParseUint(row[colRV], 10, 64)
 		if err != nil {
