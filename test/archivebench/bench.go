@@ -101,7 +101,8 @@ type generator struct {
 	nodes   []string
 
 	hourEnd time.Time
-	perHour int
+	hours   int // hours started
+	perHour int // states per hour
 	created int // states created (emitted or waiting)
 	pending stateHeap
 	rv      int
@@ -197,7 +198,10 @@ func (g *generator) suffix(n int) string {
 func (g *generator) startHour() {
 	hourStart := g.hourEnd
 	g.hourEnd = g.hourEnd.Add(time.Hour)
-	for i := 0; i < g.perHour && g.created < g.cfg.Events; i++ {
+	g.hours++
+	// Each hour makes its share of the states (a series' later states
+	// count in the hour it starts).
+	for g.created < min(g.hours*g.perHour, g.cfg.Events) {
 		g.startEvent(hourStart.Add(time.Duration(g.rng.Int64N(int64(time.Hour)))))
 	}
 }
