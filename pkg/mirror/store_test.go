@@ -191,14 +191,15 @@ func TestSyncUpsertsIntoTheStore(t *testing.T) {
 
 // failingStore is the real store whose first creates fail with a server
 // timeout, as when etcd is briefly unreachable; it records when (on the
-// mirror's clock) each create was attempted.
+// mirror's clock) each create was attempted, once that create returned:
+// an attempt counted is a write done (or failed), not one in flight.
 type failingStore struct {
 	*eventstorage.REST
 	clock    clock.PassiveClock
 	mu       sync.Mutex
 	failures int         // creates still to fail
-	attempts []time.Time // creates attempted
-	busy     int         // syncs between their Get and their Create
+	attempts []time.Time // creates that returned, at their start
+	busy     int         // syncs between their Get and the end of their Create
 }
 
 func (s *failingStore) Get(ctx context.Context, name string, options *metav1.GetOptions) (runtime.Object, error) {
@@ -210,13 +211,18 @@ func (s *failingStore) Get(ctx context.Context, name string, options *metav1.Get
 
 func (s *failingStore) Create(ctx context.Context, obj runtime.Object, validate rest.ValidateObjectFunc, options *metav1.CreateOptions) (runtime.Object, error) {
 	s.mu.Lock()
-	s.attempts = append(s.attempts, s.clock.Now())
-	s.busy--
+	attempted := s.clock.Now()
 	fail := s.failures > 0
 	if fail {
 		s.failures--
 	}
 	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.attempts = append(s.attempts, attempted)
+		s.busy--
+	}()
 	if fail {
 		return nil, apierrors.NewServerTimeout(core.Resource("events"), "create", 1)
 	}
@@ -278,10 +284,18 @@ func TestWorkersRetryFailedWritesUntilTheySucceed(t *testing.T) {
 			}
 			offer(event, fakeClock.Now())
 
+			isStored := func() (bool, error) {
+				_, err := store.Get(genericapirequest.WithNamespace(context.Background(), "default"), name, &metav1.GetOptions{})
+				return err == nil, err
+			}
+			// Done once every attempt returned and its outcome shows: the
+			// event in the store, or the refusal counted.
 			wantAttempts := len(tt.wantDelays) + 1
 			err := wait.PollUntilContextTimeout(context.Background(), 5*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
 				if len(failing.attempted()) >= wantAttempts && refusals()-refusedBefore >= tt.wantRefusals {
-					return true, nil
+					if got, _ := isStored(); got || !tt.wantStored {
+						return true, nil
+					}
 				}
 				if failing.idle() {
 					fakeClock.Step(10 * time.Millisecond)
@@ -289,7 +303,9 @@ func TestWorkersRetryFailedWritesUntilTheySucceed(t *testing.T) {
 				return false, nil
 			})
 			if err != nil {
-				t.Fatalf("%d attempts, want %d: %v", len(failing.attempted()), wantAttempts, err)
+				got, getErr := isStored()
+				t.Fatalf("%d attempts, want %d; stored = %v (%v), want %v: %v",
+					len(failing.attempted()), wantAttempts, got, getErr, tt.wantStored, err)
 			}
 			attempts := failing.attempted()
 			if len(attempts) != wantAttempts {
@@ -304,8 +320,7 @@ func TestWorkersRetryFailedWritesUntilTheySucceed(t *testing.T) {
 			if got := refusals() - refusedBefore; got != tt.wantRefusals {
 				t.Errorf("dropped{reason=invalid} grew by %v, want %v", got, tt.wantRefusals)
 			}
-			_, err = store.Get(genericapirequest.WithNamespace(context.Background(), "default"), name, &metav1.GetOptions{})
-			if got := err == nil; got != tt.wantStored {
+			if got, err := isStored(); got != tt.wantStored {
 				t.Errorf("stored = %v (%v), want %v", got, err, tt.wantStored)
 			}
 		})
