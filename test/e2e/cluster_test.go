@@ -78,7 +78,6 @@ type Cluster struct {
 	cgroupName  string
 	procs       []*process
 	apiserver   *process
-	apiArgs     []string
 	extraAPIArg []string
 	// kubeProxyHealthz is kube-proxy's health URL.
 	kubeProxyHealthz string
