@@ -15,7 +15,7 @@ go build -C hack/tools -o "${BIN}/" \
   sigs.k8s.io/logtools/logcheck
 
 echo "lint: golangci-lint"
-GOLANGCI_LINT_CACHE="${ROOT}/.cache/golangci-lint" "${BIN}/golangci-lint" run ./...
+GOLANGCI_LINT_CACHE="${ROOT}/.cache/golangci-lint" "${BIN}/golangci-lint" run --allow-parallel-runners ./...
 
 echo "lint: logcheck (structured and contextual logging)"
 # Generated code is not ours to fix.
