@@ -151,6 +151,14 @@ func plainSelectableFields(event *core.Event) fields.Set {
 	return set
 }
 
+// SelectableFields returns the selectable fields of an event under their
+// canonical labels, only those that are set, as plainSelectableFields: what
+// the archive keeps beside each state of an event, so that a history query
+// selects exactly as the live store does.
+func SelectableFields(event *core.Event) fields.Set {
+	return plainSelectableFields(event)
+}
+
 // packFields returns the packed selectable field set of an event, its
 // packed values shared through table (nil: not shared).
 func packFields(event *core.Event, table *stringTable) fields.Set {
