@@ -32,8 +32,7 @@ type Record struct {
 	// Namespace and Name are the event's metadata.namespace and name.
 	Namespace, Name string
 	// ResourceVersion is the etcd revision of this state, a decimal
-	// number; among states of one UID with the same Time the greatest
-	// wins.
+	// number: the greatest is the event's newest state.
 	ResourceVersion string
 	// Time is the newest-first order key: the event's last observation
 	// (series.lastObservedTime, else eventTime, else lastTimestamp, else
@@ -88,14 +87,14 @@ type Query struct {
 // Page is one answer to a Query.
 type Page struct {
 	// Records are newest first by (Time desc, UID asc), one per UID: the
-	// newest state of that event with a Time in the window (greatest
-	// Time, then greatest ResourceVersion), and only if that state matches
+	// newest state of that event (greatest ResourceVersion) among its
+	// states with a Time in the window, and only if that state matches
 	// Query.Fields. An older state never stands in for a newer one that
 	// does not match, so that the archive answers as the live store would
 	// for the same events.
 	Records []Record
-	// Next continues the query after the last record; nil when the query
-	// has no more records.
+	// Next continues the query after the last record (Query.After); nil
+	// when the query has no more records.
 	Next *Cursor
 }
 
@@ -111,10 +110,17 @@ type Stats struct {
 // Archive stores every state of every event and answers history queries.
 // Implementations are safe for concurrent use.
 type Archive interface {
-	// Append stores records. It returns once they are durable as far as
-	// the engine allows and visible to Query. Appending the same (UID,
-	// ResourceVersion) again changes no answer.
+	// Append stores records. It returns once the engine has accepted
+	// them; they are visible to Query and durable once a later Sync
+	// returns. Appending the same (UID, ResourceVersion) again changes no
+	// answer. Records older than the engine's retention are dropped.
 	Append(ctx context.Context, records []Record) error
+	// Sync returns once every record appended before the call is visible
+	// to Query and on disk as far as the engine allows (see each engine's
+	// documentation): what a checkpoint past those records may rely on.
+	// It may take seconds (the engines flush on a timer); call it per
+	// checkpoint, not per Append.
+	Sync(ctx context.Context) error
 	// Query answers one page of q. An engine that cannot answer completely
 	// (a storage node down, the service unreachable) returns an error
 	// wrapping ErrUnavailable, never a short page.

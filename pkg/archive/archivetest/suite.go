@@ -1,0 +1,420 @@
+/*
+Copyright The events-apiserver Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+// Package archivetest is the conformance suite every archive engine passes:
+// the behaviour of archive.Archive the server relies on, checked against
+// the real engine.
+package archivetest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/selection"
+
+	"github.com/kube-events/events-apiserver/pkg/archive"
+)
+
+// Engine is one archive under test.
+type Engine struct {
+	// Archive is empty when the suite gets it.
+	Archive archive.Archive
+	// Retention is the retention the archive was opened with.
+	Retention time.Duration
+}
+
+// Options are the engine's optional parts of the suite.
+type Options struct {
+	// StopStorage, when set, makes part of the engine's storage
+	// unreachable (a storage node of a cluster) until the returned
+	// function restores it; the suite then expects queries to fail with
+	// archive.ErrUnavailable, never to answer short.
+	StopStorage func(t *testing.T) (restore func())
+}
+
+// Run runs the suite; open returns a new, empty archive for each test.
+func Run(t *testing.T, open func(t *testing.T) Engine, opts Options) {
+	tests := []struct {
+		name string
+		run  func(t *testing.T, e Engine)
+	}{
+		{"RoundTrip", testRoundTrip},
+		{"NewestFirst", testNewestFirst},
+		{"OneRecordPerUID", testOneRecordPerUID},
+		{"Fields", testFields},
+		{"Namespace", testNamespace},
+		{"Window", testWindow},
+		{"Pages", testPages},
+		{"Reappend", testReappend},
+		{"Retention", testRetention},
+		{"InvalidQuery", testInvalidQuery},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.run(t, open(t))
+		})
+	}
+	if opts.StopStorage != nil {
+		t.Run("StorageDown", func(t *testing.T) {
+			testStorageDown(t, open(t), opts.StopStorage)
+		})
+	}
+}
+
+// base is the time the suite's records are placed relative to: an hour
+// ago, well inside any retention and not in the future.
+var base = time.Now().Add(-time.Hour).Truncate(time.Second).UTC()
+
+// ev builds the state of an event: uid, namespace, name, resourceVersion,
+// time as an offset from base, and selectable fields as name, value pairs.
+func ev(uid, ns string, rv int, offset time.Duration, kv ...string) archive.Record {
+	name := "ev-" + uid
+	f := map[string]string{"metadata.name": name, "metadata.namespace": ns}
+	for i := 0; i+1 < len(kv); i += 2 {
+		f[kv[i]] = kv[i+1]
+	}
+	return archive.Record{
+		UID: uid, Namespace: ns, Name: name,
+		ResourceVersion: strconv.Itoa(rv),
+		Time:            base.Add(offset),
+		Fields:          f,
+		// Bytes that are not text: the engine must keep them as they are.
+		Object: []byte(fmt.Sprintf("\x0a\x00\xff%s/%d\x80", uid, rv)),
+	}
+}
+
+func appendSync(t *testing.T, a archive.Archive, records ...archive.Record) {
+	t.Helper()
+	ctx := context.Background()
+	if err := a.Append(ctx, records); err != nil {
+		t.Fatalf("Append: %v", err)
+	}
+	if err := a.Sync(ctx); err != nil {
+		t.Fatalf("Sync: %v", err)
+	}
+}
+
+// all reads every page of q (q.Limit a page) and returns the records and
+// the number of pages.
+func all(t *testing.T, a archive.Archive, q archive.Query) ([]archive.Record, int) {
+	t.Helper()
+	var records []archive.Record
+	for pages := 1; ; pages++ {
+		page, err := a.Query(context.Background(), q)
+		if err != nil {
+			t.Fatalf("Query %+v: %v", q, err)
+		}
+		if len(page.Records) > q.Limit {
+			t.Fatalf("page of %d records for limit %d", len(page.Records), q.Limit)
+		}
+		records = append(records, page.Records...)
+		if page.Next == nil {
+			return records, pages
+		}
+		if pages > 1000 {
+			t.Fatalf("more than 1000 pages")
+		}
+		q.After = page.Next
+	}
+}
+
+func uids(records []archive.Record) []string {
+	var out []string
+	for _, r := range records {
+		out = append(out, r.UID+"@"+r.ResourceVersion)
+	}
+	return out
+}
+
+func window() (time.Time, time.Time) {
+	return base.Add(-24 * time.Hour), base.Add(time.Hour)
+}
+
+func query(limit int, terms ...string) archive.Query {
+	since, until := window()
+	q := archive.Query{Since: since, Until: until, Limit: limit}
+	for _, term := range terms {
+		op := selection.Equals
+		name, value, ok := strings.Cut(term, "!=")
+		if ok {
+			op = selection.NotEquals
+		} else {
+			name, value, _ = strings.Cut(term, "=")
+		}
+		q.Fields = append(q.Fields, fields.Requirement{Operator: op, Field: name, Value: value})
+	}
+	return q
+}
+
+func testRoundTrip(t *testing.T, e Engine) {
+	in := []archive.Record{
+		ev("a", "ns1", 10, 0, "involvedObject.name", "web-0", "reason", "BackOff", "type", "Warning"),
+		ev("b", "ns2", 11, time.Second, "involvedObject.name", "web-1", "reason", "Pulled", "type", "Normal"),
+	}
+	in[1].Time = in[1].Time.Add(123456789 * time.Nanosecond)
+	appendSync(t, e.Archive, in...)
+	got, _ := all(t, e.Archive, query(10))
+	want := []archive.Record{in[1], in[0]}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("records (-want +got):\n%s", diff)
+	}
+	stats, err := e.Archive.Stats(context.Background())
+	if err != nil {
+		t.Fatalf("Stats: %v", err)
+	}
+	if stats.Rows < 2 || stats.DiskBytes <= 0 {
+		t.Errorf("Stats = %+v, want at least 2 rows and some bytes", stats)
+	}
+}
+
+func testNewestFirst(t *testing.T, e Engine) {
+	appendSync(t, e.Archive,
+		ev("c", "ns", 1, 1*time.Minute),
+		ev("a", "ns", 2, 3*time.Minute),
+		ev("e", "ns", 3, 2*time.Minute),
+		// The same time as c: UIDs in ascending order.
+		ev("b", "ns", 4, 1*time.Minute),
+		ev("d", "ns", 5, 1*time.Minute),
+	)
+	got, _ := all(t, e.Archive, query(10))
+	if diff := cmp.Diff([]string{"a@2", "e@3", "b@4", "c@1", "d@5"}, uids(got)); diff != "" {
+		t.Errorf("order (-want +got):\n%s", diff)
+	}
+}
+
+func testOneRecordPerUID(t *testing.T, e Engine) {
+	appendSync(t, e.Archive,
+		ev("a", "ns", 10, 1*time.Minute),
+		ev("a", "ns", 12, 3*time.Minute),
+		ev("a", "ns", 11, 2*time.Minute),
+		ev("b", "ns", 20, 4*time.Minute),
+		// b's newest state went back in time: it is still b's answer, at its time.
+		ev("b", "ns", 21, 0),
+		ev("c", "ns", 30, 5*time.Minute),
+	)
+	for _, limit := range []int{1, 2, 10} {
+		t.Run(fmt.Sprintf("limit=%d", limit), func(t *testing.T) {
+			got, _ := all(t, e.Archive, query(limit))
+			if diff := cmp.Diff([]string{"c@30", "a@12", "b@21"}, uids(got)); diff != "" {
+				t.Errorf("records (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func testFields(t *testing.T, e Engine) {
+	appendSync(t, e.Archive,
+		ev("a", "ns", 1, 1*time.Minute, "involvedObject.name", "web-0", "reason", "BackOff"),
+		ev("b", "ns", 2, 2*time.Minute, "involvedObject.name", "web-0", "reason", "Pulled"),
+		ev("c", "ns", 3, 3*time.Minute, "involvedObject.name", "web-1", "reason", "BackOff"),
+		// d was BackOff, its newest state is not: BackOff must not find it.
+		ev("d", "ns", 4, 4*time.Minute, "involvedObject.name", "web-0", "reason", "BackOff"),
+		ev("d", "ns", 5, 5*time.Minute, "involvedObject.name", "web-0", "reason", "Started"),
+		ev("e", "ns", 6, 6*time.Minute, "involvedObject.name", "web-0", "reason", "Odd \"quoted\" value, with: punctuation"),
+	)
+	for _, tc := range []struct {
+		terms []string
+		want  []string
+	}{
+		{[]string{"involvedObject.name=web-0"}, []string{"e@6", "d@5", "b@2", "a@1"}},
+		{[]string{"involvedObject.name=web-0", "reason=BackOff"}, []string{"a@1"}},
+		{[]string{"reason!=BackOff"}, []string{"e@6", "d@5", "b@2"}},
+		{[]string{"involvedObject.name=web-0", "reason!=BackOff"}, []string{"e@6", "d@5", "b@2"}},
+		{[]string{"reason=Odd \"quoted\" value, with: punctuation"}, []string{"e@6"}},
+		{[]string{"metadata.name=ev-c"}, []string{"c@3"}},
+		{[]string{"metadata.namespace=ns", "metadata.name!=ev-c", "reason=BackOff"}, []string{"a@1"}},
+		// A field no record has is empty.
+		{[]string{"related.name="}, []string{"e@6", "d@5", "c@3", "b@2", "a@1"}},
+		{[]string{"related.name!="}, nil},
+		{[]string{"reason=backoff"}, nil},
+	} {
+		t.Run(strings.Join(tc.terms, ","), func(t *testing.T) {
+			for _, limit := range []int{1, 10} {
+				got, _ := all(t, e.Archive, query(limit, tc.terms...))
+				if diff := cmp.Diff(tc.want, uids(got)); diff != "" {
+					t.Errorf("limit %d (-want +got):\n%s", limit, diff)
+				}
+			}
+		})
+	}
+}
+
+func testNamespace(t *testing.T, e Engine) {
+	appendSync(t, e.Archive,
+		ev("a", "ns1", 1, 1*time.Minute),
+		ev("b", "ns2", 2, 2*time.Minute),
+		ev("c", "ns1", 3, 3*time.Minute),
+		ev("d", "ns10", 4, 4*time.Minute),
+	)
+	for _, tc := range []struct {
+		ns   string
+		want []string
+	}{
+		{"ns1", []string{"c@3", "a@1"}},
+		{"ns2", []string{"b@2"}},
+		{"ns", nil},
+		{"", []string{"d@4", "c@3", "b@2", "a@1"}},
+	} {
+		q := query(10)
+		q.Namespace = tc.ns
+		got, _ := all(t, e.Archive, q)
+		if diff := cmp.Diff(tc.want, uids(got)); diff != "" {
+			t.Errorf("namespace %q (-want +got):\n%s", tc.ns, diff)
+		}
+	}
+}
+
+func testWindow(t *testing.T, e Engine) {
+	appendSync(t, e.Archive,
+		ev("a", "ns", 1, 0),
+		ev("b", "ns", 2, 10*time.Minute),
+		ev("b", "ns", 3, 20*time.Minute),
+		ev("c", "ns", 4, 20*time.Minute-time.Nanosecond),
+		ev("d", "ns", 5, -time.Nanosecond),
+	)
+	q := query(10)
+	// [base, base+20m): a is on the lower edge, d just before it; b's
+	// newest state is on the upper edge, so its state before stands in;
+	// c is just inside.
+	q.Since, q.Until = base, base.Add(20*time.Minute)
+	got, _ := all(t, e.Archive, q)
+	if diff := cmp.Diff([]string{"c@4", "b@2", "a@1"}, uids(got)); diff != "" {
+		t.Errorf("records (-want +got):\n%s", diff)
+	}
+	q.Since, q.Until = base.Add(30*time.Minute), base.Add(40*time.Minute)
+	if got, _ := all(t, e.Archive, q); len(got) != 0 {
+		t.Errorf("empty window: %v", uids(got))
+	}
+}
+
+func testPages(t *testing.T, e Engine) {
+	var in []archive.Record
+	rv := 0
+	for i := range 60 {
+		uid := fmt.Sprintf("uid-%02d", i)
+		obj := fmt.Sprintf("pod-%d", i%4)
+		// Three states each; every third event shares its time with
+		// another, to put page ends between equal times.
+		for s := range 3 {
+			rv++
+			in = append(in, ev(uid, "ns", rv, time.Duration(i/3)*time.Minute+time.Duration(s)*time.Second, "involvedObject.name", obj))
+		}
+	}
+	// Appended in two batches, out of order.
+	slices.Reverse(in[:90])
+	appendSync(t, e.Archive, in[:90]...)
+	appendSync(t, e.Archive, in[90:]...)
+	for _, terms := range [][]string{nil, {"involvedObject.name=pod-1"}, {"involvedObject.name!=pod-1"}} {
+		want, _ := all(t, e.Archive, query(1000, terms...))
+		if len(want) == 0 {
+			t.Fatalf("%v: no records", terms)
+		}
+		for _, limit := range []int{1, 7, 20, 60} {
+			got, pages := all(t, e.Archive, query(limit, terms...))
+			if diff := cmp.Diff(uids(want), uids(got)); diff != "" {
+				t.Errorf("%v, limit %d: pages differ from one page (-want +got):\n%s", terms, limit, diff)
+			}
+			if min := (len(want) + limit - 1) / limit; pages < min || pages > min+1 {
+				t.Errorf("%v, limit %d: %d pages for %d records", terms, limit, pages, len(want))
+			}
+		}
+	}
+	want, _ := all(t, e.Archive, query(1000))
+	if len(want) != 60 {
+		t.Errorf("%d records, want 60", len(want))
+	}
+	for _, r := range want {
+		if n, _ := strconv.Atoi(r.ResourceVersion); n%3 != 0 {
+			t.Errorf("%s: state %s, want its newest", r.UID, r.ResourceVersion)
+		}
+	}
+}
+
+func testReappend(t *testing.T, e Engine) {
+	in := []archive.Record{
+		ev("a", "ns", 1, 1*time.Minute),
+		ev("b", "ns", 2, 1*time.Minute),
+		ev("a", "ns", 3, 2*time.Minute),
+	}
+	appendSync(t, e.Archive, in...)
+	first, _ := all(t, e.Archive, query(10))
+	appendSync(t, e.Archive, in...)
+	appendSync(t, e.Archive, in[1:]...)
+	for _, limit := range []int{1, 10} {
+		got, _ := all(t, e.Archive, query(limit))
+		if diff := cmp.Diff(first, got); diff != "" {
+			t.Errorf("limit %d, after appending again (-before +after):\n%s", limit, diff)
+		}
+	}
+}
+
+func testRetention(t *testing.T, e Engine) {
+	now := time.Now()
+	old := ev("old", "ns", 1, 0)
+	old.Time = now.Add(-e.Retention - 2*time.Hour)
+	kept := ev("kept", "ns", 2, 0)
+	kept.Time = now.Add(-e.Retention + 2*time.Hour)
+	appendSync(t, e.Archive, old, kept)
+	q := query(10)
+	q.Since, q.Until = now.Add(-2*e.Retention), now
+	got, _ := all(t, e.Archive, q)
+	if diff := cmp.Diff([]string{"kept@2"}, uids(got)); diff != "" {
+		t.Errorf("records (-want +got):\n%s", diff)
+	}
+}
+
+func testInvalidQuery(t *testing.T, e Engine) {
+	for _, q := range []archive.Query{
+		query(0),
+		{Limit: 1, Fields: fields.Requirements{{Operator: selection.In, Field: "reason", Value: "x"}}},
+	} {
+		if _, err := e.Archive.Query(context.Background(), q); !errors.Is(err, archive.ErrInvalidQuery) {
+			t.Errorf("Query %+v: error %v, want ErrInvalidQuery", q, err)
+		}
+	}
+}
+
+func testStorageDown(t *testing.T, e Engine, stop func(t *testing.T) func()) {
+	var in []archive.Record
+	for i := range 20 {
+		in = append(in, ev(fmt.Sprintf("uid-%02d", i), fmt.Sprintf("ns%d", i%5), i+1, time.Duration(i)*time.Second))
+	}
+	appendSync(t, e.Archive, in...)
+	want, _ := all(t, e.Archive, query(100))
+	if len(want) != len(in) {
+		t.Fatalf("%d records before the stop, want %d", len(want), len(in))
+	}
+	restore := stop(t)
+	for _, q := range []archive.Query{query(100), query(5, "metadata.namespace=ns1")} {
+		page, err := e.Archive.Query(context.Background(), q)
+		if !errors.Is(err, archive.ErrUnavailable) {
+			t.Errorf("Query %+v with storage down: %d records, error %v; want ErrUnavailable", q, len(page.Records), err)
+		}
+	}
+	restore()
+	got, _ := all(t, e.Archive, query(100))
+	if diff := cmp.Diff(uids(want), uids(got)); diff != "" {
+		t.Errorf("after the restore (-want +got):\n%s", diff)
+	}
+}
