@@ -14,7 +14,6 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-
 // Package archiver is the controller that copies every state of every
 // event into the archive: it follows the events' keys in etcd from its
 // checkpoint (the revision it has archived up to, kept in etcd under the
@@ -30,6 +29,7 @@ import (
 	"fmt"
 	"path"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
@@ -154,13 +154,15 @@ func (a *Archiver) Run(ctx context.Context) {
 	wg.Go(func() { a.recordStats(ctx) })
 
 	backoff := wait.Backoff{Duration: 100 * time.Millisecond, Factor: 2, Jitter: 0.1, Steps: 10, Cap: 30 * time.Second}
+	relist := false
 	for ctx.Err() == nil {
-		err := a.follow(ctx, client)
+		err := a.follow(ctx, client, relist)
 		if ctx.Err() != nil {
 			return
 		}
-		if err == nil {
-			continue // relisted after a compaction: follow from the new checkpoint
+		if relist = errors.Is(err, errCompacted); relist {
+			logger.Info("Relisting", "reason", err.Error())
+			continue
 		}
 		delay := backoff.Step()
 		logger.Error(err, "Archiving interrupted; resuming from the checkpoint", "retryIn", delay)
@@ -206,24 +208,28 @@ type pending struct {
 	received time.Time
 }
 
+// errCompacted ends a follow whose checkpoint etcd has compacted past.
+var errCompacted = errors.New("etcd has compacted past the archive checkpoint")
+
 // follower is the state of one follow: what is appended, what is waiting.
 type follower struct {
 	*Archiver
 	client *clientv3.Client
 
-	batch    []pending
-	covered  int64 // every state at or before it is appended or in batch
-	archived int64 // every state at or before it is appended
-	seen     int64 // the newest revision etcd has reported
+	batch   []pending
+	covered int64 // every state at or before it is appended or in batch
+	seen    int64 // the newest revision etcd has reported
 
-	checkpointed    int64
-	checkpointedAt  time.Time
-	progressAskedAt time.Time
+	// appended is the revision every state at or before which has been
+	// appended; the checkpoint loop makes it durable and writes it.
+	appended     atomic.Int64
+	checkpointed atomic.Int64
 }
 
-// follow archives from the checkpoint (after archiving every live event if
-// there is none, or etcd has compacted past it) until ctx ends or an error.
-func (a *Archiver) follow(ctx context.Context, client *clientv3.Client) error {
+// follow archives from the checkpoint until ctx ends or an error; it first
+// archives every live event if there is no checkpoint or relist is set
+// (etcd compacted past the checkpoint).
+func (a *Archiver) follow(ctx context.Context, client *clientv3.Client, relist bool) error {
 	logger := klog.FromContext(ctx)
 	f := &follower{Archiver: a, client: client}
 	readCtx, cancel := context.WithTimeout(ctx, requestTimeout)
@@ -232,23 +238,46 @@ func (a *Archiver) follow(ctx context.Context, client *clientv3.Client) error {
 	if err != nil {
 		return err
 	}
-	if ok {
-		f.archived, f.checkpointed = cp.Revision, cp.Revision
+	start := cp.Revision
+	switch {
+	case !ok:
+		if start, err = f.relist(ctx, "no checkpoint"); err != nil {
+			return err
+		}
+	case relist:
+		if start, err = f.relist(ctx, errCompacted.Error()); err != nil {
+			return err
+		}
+	default:
 		logger.Info("Archiving from the checkpoint", "revision", cp.Revision)
-	} else if err := f.relist(ctx, "no checkpoint"); err != nil {
-		return err
+		f.checkpointed.Store(cp.Revision)
 	}
-	f.covered, f.seen = f.archived, f.archived
-	defer f.finalCheckpoint(ctx)
+	f.covered, f.seen = start, start
+	f.appended.Store(start)
+
+	checkpointCtx, stopCheckpoints := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Go(func() { f.checkpointLoop(checkpointCtx) })
+	defer func() {
+		stopCheckpoints()
+		wg.Wait()
+		f.finalCheckpoint(ctx)
+	}()
 
 	watchCtx, cancelWatch := context.WithCancel(clientv3.WithRequireLeader(ctx))
 	defer cancelWatch()
-	watch := client.Watch(watchCtx, f.keyPrefix, clientv3.WithPrefix(), clientv3.WithRev(f.archived+1))
+	watch := client.Watch(watchCtx, f.keyPrefix, clientv3.WithPrefix(), clientv3.WithRev(start+1))
 
 	ticker := a.cfg.Clock.NewTicker(time.Second)
 	defer ticker.Stop()
+	var progressAskedAt time.Time
 	var flushTimer clock.Timer
 	var flushC <-chan time.Time
+	defer func() {
+		if flushTimer != nil {
+			flushTimer.Stop()
+		}
+	}()
 	for {
 		if len(f.batch) > 0 && flushC == nil {
 			flushTimer = a.cfg.Clock.NewTimer(a.cfg.BatchDelay)
@@ -256,24 +285,15 @@ func (a *Archiver) follow(ctx context.Context, client *clientv3.Client) error {
 		}
 		select {
 		case <-ctx.Done():
-			if flushTimer != nil {
-				flushTimer.Stop()
-			}
 			return ctx.Err()
 		case resp, open := <-watch:
 			if !open {
 				return errors.New("the etcd watch of events closed")
 			}
 			if resp.CompactRevision != 0 {
-				// etcd has compacted past the checkpoint: what changed in
-				// between is gone from etcd; archive what is live now.
-				if flushTimer != nil {
-					flushTimer.Stop()
-				}
-				if err := f.relist(ctx, fmt.Sprintf("etcd compacted to revision %d", resp.CompactRevision)); err != nil {
-					return err
-				}
-				return f.checkpoint(ctx, true)
+				// What changed between the checkpoint and the compaction
+				// is gone from etcd; what is live now is archived next.
+				return fmt.Errorf("%w (compacted to %d)", errCompacted, resp.CompactRevision)
 			}
 			if err := resp.Err(); err != nil {
 				return fmt.Errorf("watching events in etcd: %w", err)
@@ -290,14 +310,11 @@ func (a *Archiver) follow(ctx context.Context, client *clientv3.Client) error {
 				return err
 			}
 		case <-ticker.C():
-			if len(f.batch) == 0 && a.cfg.Clock.Since(f.progressAskedAt) >= progressEvery {
-				f.progressAskedAt = a.cfg.Clock.Now()
+			if len(f.batch) == 0 && a.cfg.Clock.Since(progressAskedAt) >= progressEvery {
+				progressAskedAt = a.cfg.Clock.Now()
 				if err := client.RequestProgress(watchCtx); err != nil {
 					logger.V(2).Info("Asking etcd for the watch's progress failed", "err", err)
 				}
-			}
-			if err := f.checkpoint(ctx, false); err != nil {
-				return err
 			}
 			f.recordLag()
 		}
@@ -311,7 +328,7 @@ func (f *follower) receive(ctx context.Context, resp clientv3.WatchResponse) {
 		// Every write up to the header's revision has been delivered.
 		f.covered = max(f.covered, resp.Header.Revision)
 		if len(f.batch) == 0 {
-			f.archived = f.covered
+			f.appended.Store(f.covered)
 		}
 		return
 	}
@@ -330,7 +347,7 @@ func (f *follower) receive(ctx context.Context, resp clientv3.WatchResponse) {
 		f.batch = append(f.batch, pending{record: record, received: now})
 	}
 	if len(f.batch) == 0 {
-		f.archived = f.covered
+		f.appended.Store(f.covered)
 	}
 }
 
@@ -356,11 +373,11 @@ func (f *follower) record(ctx context.Context, kv *mvccpb.KeyValue) (archive.Rec
 	return NewRecord(event, data, kv.ModRevision), nil
 }
 
-// flush appends the batch, retrying until it is durable or ctx ends, and
-// moves the archived revision to what the batch covered.
+// flush appends the batch, retrying until the archive takes it or ctx
+// ends, and moves the appended revision to what the batch covered.
 func (f *follower) flush(ctx context.Context) error {
 	if len(f.batch) == 0 {
-		f.archived = f.covered
+		f.appended.Store(f.covered)
 		return nil
 	}
 	records := make([]archive.Record, len(f.batch))
@@ -370,11 +387,11 @@ func (f *follower) flush(ctx context.Context) error {
 	if err := f.appendRecords(ctx, records); err != nil {
 		return err
 	}
-	appendDuration.Observe(f.cfg.Clock.Since(f.batch[0].received).Seconds())
+	appendDelay.Observe(f.cfg.Clock.Since(f.batch[0].received).Seconds())
 	f.batch = f.batch[:0]
-	f.archived = f.covered
+	f.appended.Store(f.covered)
 	f.recordLag()
-	return f.checkpoint(ctx, false)
+	return nil
 }
 
 // appendRecords appends records, retrying with a backoff until the
@@ -411,12 +428,11 @@ func (a *Archiver) appendRecords(ctx context.Context, records []archive.Record) 
 }
 
 // relist archives every live event, page by page at one revision, and
-// makes that revision the archived one.
-func (f *follower) relist(ctx context.Context, why string) error {
+// checkpoints that revision.
+func (f *follower) relist(ctx context.Context, why string) (int64, error) {
 	logger := klog.FromContext(ctx)
 	logger.Info("Archiving every live event", "reason", why)
 	relists.Inc()
-	f.batch = f.batch[:0]
 	key, end := f.keyPrefix, clientv3.GetPrefixRangeEnd(f.keyPrefix)
 	var revision int64
 	count := 0
@@ -429,7 +445,7 @@ func (f *follower) relist(ctx context.Context, why string) error {
 		resp, err := f.client.Get(getCtx, key, opts...)
 		cancel()
 		if err != nil {
-			return fmt.Errorf("listing events in etcd: %w", err)
+			return 0, fmt.Errorf("listing events in etcd: %w", err)
 		}
 		if revision == 0 {
 			revision = resp.Header.Revision
@@ -446,7 +462,7 @@ func (f *follower) relist(ctx context.Context, why string) error {
 		}
 		if len(records) > 0 {
 			if err := f.appendRecords(ctx, records); err != nil {
-				return err
+				return 0, err
 			}
 		}
 		count += len(records)
@@ -455,45 +471,73 @@ func (f *follower) relist(ctx context.Context, why string) error {
 		}
 		key = string(resp.Kvs[len(resp.Kvs)-1].Key) + "\x00"
 	}
-	f.archived, f.covered, f.seen = revision, revision, max(f.seen, revision)
+	if err := f.checkpoint(ctx, revision); err != nil {
+		return 0, err
+	}
 	logger.Info("Archived every live event", "events", count, "revision", revision)
-	return f.checkpoint(ctx, true)
+	return revision, nil
 }
 
-// checkpoint writes the archived revision, at most every checkpointEvery
-// (unless force) and at least every heartbeatEvery.
-func (f *follower) checkpoint(ctx context.Context, force bool) error {
-	since := f.cfg.Clock.Since(f.checkpointedAt)
-	moved := f.archived != f.checkpointed
-	if !force && !(moved && since >= checkpointEvery) && since < heartbeatEvery {
-		return nil
+// checkpointLoop makes the appended revision durable and writes it, at
+// most every checkpointEvery and, even idle, at least every
+// heartbeatEvery, until ctx ends.
+func (f *follower) checkpointLoop(ctx context.Context) {
+	ticker := f.cfg.Clock.NewTicker(checkpointEvery)
+	defer ticker.Stop()
+	var writtenAt time.Time
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C():
+		}
+		revision := f.appended.Load()
+		if revision == f.checkpointed.Load() && f.cfg.Clock.Since(writtenAt) < heartbeatEvery {
+			continue
+		}
+		if err := f.checkpoint(ctx, revision); err != nil {
+			if ctx.Err() == nil {
+				klog.FromContext(ctx).Error(err, "Writing the archive checkpoint failed; retrying", "revision", revision)
+			}
+			continue
+		}
+		writtenAt = f.cfg.Clock.Now()
+	}
+}
+
+// checkpoint waits until what is appended up to revision is durable in
+// the archive, then writes revision as the checkpoint.
+func (f *follower) checkpoint(ctx context.Context, revision int64) error {
+	if err := f.cfg.Archive.Sync(ctx); err != nil {
+		return fmt.Errorf("syncing the archive: %w", err)
 	}
 	writeCtx, cancel := context.WithTimeout(ctx, requestTimeout)
 	defer cancel()
-	now := f.cfg.Clock.Now()
-	if err := writeCheckpoint(writeCtx, f.client, Checkpoint{Revision: f.archived, Time: now}); err != nil {
+	if err := writeCheckpoint(writeCtx, f.client, Checkpoint{Revision: revision, Time: f.cfg.Clock.Now()}); err != nil {
 		return err
 	}
-	f.checkpointed, f.checkpointedAt = f.archived, now
+	f.checkpointed.Store(revision)
+	checkpointRevision.Set(float64(revision))
 	return nil
 }
 
-// finalCheckpoint writes what is archived when a follow ends, so that a
-// restart repeats as little as possible.
+// finalCheckpoint checkpoints what is appended when a follow ends, so that
+// a restart repeats as little as possible.
 func (f *follower) finalCheckpoint(ctx context.Context) {
-	if f.archived == f.checkpointed {
+	revision := f.appended.Load()
+	if revision == f.checkpointed.Load() {
 		return
 	}
-	writeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), requestTimeout)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), requestTimeout)
 	defer cancel()
-	if err := writeCheckpoint(writeCtx, f.client, Checkpoint{Revision: f.archived, Time: f.cfg.Clock.Now()}); err != nil {
-		klog.FromContext(ctx).Error(err, "Writing the archive checkpoint at stop failed", "revision", f.archived)
+	if err := f.checkpoint(ctx, revision); err != nil {
+		klog.FromContext(ctx).Error(err, "Writing the archive checkpoint at stop failed", "revision", revision)
 	}
 }
 
 // recordLag sets the lag gauges.
 func (f *follower) recordLag() {
-	lagRevisions.Set(float64(max(f.seen-f.archived, 0)))
+	lagRevisions.Set(float64(max(f.seen-f.appended.Load(), 0)))
 	if len(f.batch) == 0 {
 		lagSeconds.Set(0)
 		return

@@ -14,7 +14,6 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-
 package archiver
 
 import (
@@ -63,10 +62,15 @@ var (
 		Help:           "etcd revisions between the newest the archiver has seen and the one it has archived up to.",
 		StabilityLevel: metrics.ALPHA,
 	})
-	appendDuration = metrics.NewHistogram(&metrics.HistogramOpts{
+	appendDelay = metrics.NewHistogram(&metrics.HistogramOpts{
 		Namespace: metricsNamespace, Subsystem: metricsSubsystem, Name: "append_delay_seconds",
 		Help:           "Time from the archiver receiving an event state to the archive holding it durably, per batch (its oldest state).",
 		Buckets:        []float64{0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60},
+		StabilityLevel: metrics.ALPHA,
+	})
+	checkpointRevision = metrics.NewGauge(&metrics.GaugeOpts{
+		Namespace: metricsNamespace, Subsystem: metricsSubsystem, Name: "checkpoint_revision",
+		Help:           "The etcd revision the archive's checkpoint holds: every state written at or before it is durably archived.",
 		StabilityLevel: metrics.ALPHA,
 	})
 	rows = metrics.NewGauge(&metrics.GaugeOpts{
@@ -88,6 +92,6 @@ var (
 func registerMetrics() {
 	registerOnce.Do(func() {
 		legacyregistry.MustRegister(appendsTotal, appendedRecords, decodeErrors, relists,
-			lagSeconds, lagRevisions, appendDuration, rows, diskBytes)
+			lagSeconds, lagRevisions, appendDelay, checkpointRevision, rows, diskBytes)
 	})
 }
