@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The unit tests (cmd/ and pkg/), with the race detector. pkg/mirror's store
 # tests run the registry against a real etcd: the etcd binary is built from
-# Go modules on first use (about 30s) and cached in .cache/envtest.
+# Go modules on first use (about 30s) and cached in .cache/envtest;
+# pkg/archive's service tests run victoria-logs, built the same way.
 set -o errexit -o nounset -o pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "${ROOT}"
@@ -9,6 +10,10 @@ cd "${ROOT}"
 echo "test-unit: etcd for pkg/mirror (hack/envtest-assets.sh --etcd-only)"
 KUBEBUILDER_ASSETS="$(hack/envtest-assets.sh --etcd-only)"
 export KUBEBUILDER_ASSETS
+
+echo "test-unit: victoria-logs for pkg/archive (hack/victorialogs-assets.sh)"
+VICTORIALOGS_ASSETS="$(hack/victorialogs-assets.sh)"
+export VICTORIALOGS_ASSETS
 
 echo "test-unit: go test -race ./cmd/... ./pkg/..."
 go test -race -count=1 -timeout 20m ./cmd/... ./pkg/...

@@ -410,6 +410,8 @@ func testStorageDown(t *testing.T, e Engine, stop func(t *testing.T) func()) {
 		page, err := e.Archive.Query(context.Background(), q)
 		if !errors.Is(err, archive.ErrUnavailable) {
 			t.Errorf("Query %+v with storage down: %d records, error %v; want ErrUnavailable", q, len(page.Records), err)
+		} else {
+			t.Logf("with storage down: %v", err)
 		}
 	}
 	restore()

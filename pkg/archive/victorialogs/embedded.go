@@ -268,3 +268,9 @@ func (e *Embedded) Close() error {
 	e.storage.MustClose()
 	return nil
 }
+
+// ForceMerge merges each day's parts into one, as the engine does by
+// itself over time: what a day costs on disk once it is settled.
+func (e *Embedded) ForceMerge() {
+	e.storage.MustForceMerge("")
+}

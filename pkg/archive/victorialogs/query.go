@@ -97,20 +97,27 @@ func filter(q *archive.Query) (string, error) {
 	return b.String(), nil
 }
 
-// candidate is a row read by a page query.
+// candidate is a row read by a page query: its order key and state.
 type candidate struct {
-	record archive.Record
-	rv     uint64
+	time time.Time
+	uid  string
+	rv   uint64
+	ns   string
+}
+
+func (c *candidate) cursor() *archive.Cursor {
+	return &archive.Cursor{Time: c.time, UID: c.uid}
 }
 
 // queryPage answers q: newest first, one record per UID, the state with the
 // greatest resourceVersion in the window, if it matches q.Fields.
 //
-// It reads rows matching q newest first in batches; a row is the answer
-// for its UID if no row of that UID in the window (matching q or not) has
-// a greater resourceVersion, which one more query per batch checks for
-// the batch's UIDs (a filter on rv prunes the engine's blocks by their
-// min and max).
+// It reads the order keys and states of the rows matching q newest first,
+// in batches; a row is the answer for its UID if no row of that UID in the
+// window (matching q or not) has a greater resourceVersion, which one more
+// query checks for the UIDs read (usually one per page). A last query reads the whole
+// rows of the page's records: reading every column of every row the
+// engine sorts costs a hundred times more than three.
 func queryPage(ctx context.Context, r runner, q archive.Query, retention time.Duration, now time.Time) (archive.Page, error) {
 	if q.Limit <= 0 {
 		return archive.Page{}, fmt.Errorf("%w: limit %d", archive.ErrInvalidQuery, q.Limit)
@@ -122,8 +129,37 @@ func queryPage(ctx context.Context, r runner, q archive.Query, retention time.Du
 	w := queryWindow(&q, retention, now)
 	batch := min(max(2*q.Limit, minBatch), maxBatch)
 
-	var page archive.Page
+	var page []candidate
+	var next *archive.Cursor
 	emitted := map[string]bool{}
+	// Rows read and not yet decided, in order, and their distinct UIDs.
+	var pending []candidate
+	pendingUIDs := map[string]bool{}
+	// decide checks the pending rows' UIDs in one query and takes the
+	// rows that are their UID's newest state; it reports whether the page
+	// is complete.
+	decide := func() (bool, error) {
+		newest, err := newestStates(ctx, r, w, pending)
+		if err != nil {
+			return false, err
+		}
+		for i := range pending {
+			c := &pending[i]
+			if emitted[c.uid] || newest[c.uid] != c.rv {
+				continue
+			}
+			if len(page) == q.Limit {
+				// Another record follows: the page continues.
+				next = page[len(page)-1].cursor()
+				return true, nil
+			}
+			emitted[c.uid] = true
+			page = append(page, *c)
+		}
+		pending = pending[:0]
+		clear(pendingUIDs)
+		return false, nil
+	}
 	// The scan position: rows strictly after pos (when set) and before hi.
 	pos := q.After
 	hi := w.until
@@ -142,62 +178,63 @@ func queryPage(ctx context.Context, r runner, q archive.Query, retention time.Du
 		if err != nil {
 			return archive.Page{}, err
 		}
-		newest, err := newestStates(ctx, r, &q, w, rows)
-		if err != nil {
-			return archive.Page{}, err
-		}
-		for i := range rows {
-			c := &rows[i]
-			if emitted[c.record.UID] || newest[c.record.UID] != c.rv {
-				continue
-			}
-			if len(page.Records) == q.Limit {
-				// Another record follows: the page continues.
-				last := page.Records[len(page.Records)-1]
-				page.Next = &archive.Cursor{Time: last.Time, UID: last.UID}
-				return page, nil
-			}
-			emitted[c.record.UID] = true
-			page.Records = append(page.Records, c.record)
+		for _, c := range rows {
+			pending = append(pending, c)
+			pendingUIDs[c.uid] = true
 		}
 		if len(rows) == batch {
 			// The slice may hold more rows: continue after the last one.
-			last := rows[len(rows)-1].record
-			pos = &archive.Cursor{Time: last.Time, UID: last.UID}
-			hi = last.Time.Add(1)
-			continue
+			pos = rows[len(rows)-1].cursor()
+			hi = pos.Time.Add(1)
+		} else {
+			// The slice is read: move to the older one, wider.
+			hi, pos = lo, nil
+			span *= spanFactor
 		}
-		// The slice is read: move to the older one, wider.
-		hi, pos = lo, nil
-		span *= spanFactor
+		// Enough UIDs to fill the page and tell whether another follows,
+		// unless some turn out to have their newest state elsewhere.
+		if len(pendingUIDs) > q.Limit-len(page) {
+			done, err := decide()
+			if err != nil {
+				return archive.Page{}, err
+			}
+			if done {
+				break
+			}
+		}
 	}
-	if len(page.Records) == q.Limit && hi.After(w.since) {
-		last := page.Records[len(page.Records)-1]
-		page.Next = &archive.Cursor{Time: last.Time, UID: last.UID}
+	if next == nil && len(pending) > 0 {
+		if _, err := decide(); err != nil {
+			return archive.Page{}, err
+		}
 	}
-	return page, nil
+	records, err := readRecords(ctx, r, page)
+	if err != nil {
+		return archive.Page{}, err
+	}
+	return archive.Page{Records: records, Next: next}, nil
 }
 
-// readBatch reads, newest first, at most n rows matching base in [lo, hi)
-// and after pos.
+// readBatch reads the order keys and states of at most n rows matching
+// base in [lo, hi) and after pos, newest first.
 func readBatch(ctx context.Context, r runner, base string, lo, hi time.Time, pos *archive.Cursor, n int) ([]candidate, error) {
 	timeFilter := fmt.Sprintf("_time:[%s, %s)", formatTime(lo), formatTime(hi))
 	if pos != nil {
 		// Rows at pos.Time come after pos only with a greater UID.
 		timeFilter += fmt.Sprintf(" (_time:[%s, %s) OR %s:>%s)", formatTime(lo), formatTime(pos.Time), colUID, strconv.Quote(pos.UID))
 	}
-	query := fmt.Sprintf("%s %s | sort by (_time desc, %s) limit %d", timeFilter, base, colUID, n)
+	query := fmt.Sprintf("%s %s | fields _time, %s, %s, %s | sort by (_time desc, %s) limit %d", timeFilter, base, colUID, colRV, colNamespace, colUID, n)
 	var rows []candidate
 	err := r.run(ctx, query, func(row map[string]string) error {
-		rec, err := decodeRecord(row)
+		t, err := time.Parse(time.RFC3339Nano, row[colTime])
 		if err != nil {
-			return err
+			return fmt.Errorf("row of %s: %w", row[colUID], err)
 		}
-		rv, err := strconv.ParseUint(rec.ResourceVersion, 10, 64)
+		rv, err := strconv.ParseUint(row[colRV], 10, 64)
 		if err != nil {
-			return fmt.Errorf("row of %s: resourceVersion %q: %w", rec.UID, rec.ResourceVersion, err)
+			return fmt.Errorf("row of %s: resourceVersion %q: %w", row[colUID], row[colRV], err)
 		}
-		rows = append(rows, candidate{record: rec, rv: rv})
+		rows = append(rows, candidate{time: t, uid: row[colUID], rv: rv, ns: row[colNamespace]})
 		return nil
 	})
 	if err != nil {
@@ -205,10 +242,10 @@ func readBatch(ctx context.Context, r runner, base string, lo, hi time.Time, pos
 	}
 	// The engine sorts; sort again, since rows may reach fn out of order.
 	slices.SortStableFunc(rows, func(a, b candidate) int {
-		if c := b.record.Time.Compare(a.record.Time); c != 0 {
+		if c := b.time.Compare(a.time); c != 0 {
 			return c
 		}
-		return strings.Compare(a.record.UID, b.record.UID)
+		return strings.Compare(a.uid, b.uid)
 	})
 	if len(rows) > n {
 		rows = rows[:n]
@@ -216,29 +253,85 @@ func readBatch(ctx context.Context, r runner, base string, lo, hi time.Time, pos
 	return rows, nil
 }
 
+// readRecords reads the rows of page's states, in page's order.
+func readRecords(ctx context.Context, r runner, page []candidate) ([]archive.Record, error) {
+	if len(page) == 0 {
+		return nil, nil
+	}
+	oldest, newest := page[0].time, page[0].time
+	uids := make([]string, 0, len(page))
+	rvs := make([]string, 0, len(page))
+	for _, c := range page {
+		oldest, newest = minTime(oldest, c.time), maxTime(newest, c.time)
+		uids = append(uids, strconv.Quote(c.uid))
+		rvs = append(rvs, strconv.Quote(strconv.FormatUint(c.rv, 10)))
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "_time:[%s, %s] %s", formatTime(oldest), formatTime(newest), streamFilter(page))
+	fmt.Fprintf(&b, " %s:in(%s) %s:in(%s)", colUID, strings.Join(uids, ","), colRV, strings.Join(rvs, ","))
+	type key struct {
+		uid string
+		rv  string
+	}
+	found := make(map[key]archive.Record, len(page))
+	err := r.run(ctx, b.String(), func(row map[string]string) error {
+		rec, err := decodeRecord(row)
+		if err != nil {
+			return err
+		}
+		found[key{rec.UID, rec.ResourceVersion}] = rec
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	records := make([]archive.Record, 0, len(page))
+	for _, c := range page {
+		rec, ok := found[key{c.uid, strconv.FormatUint(c.rv, 10)}]
+		if !ok || !rec.Time.Equal(c.time) {
+			// Retention dropped the day between the two reads.
+			return nil, archive.Unavailable("the archive's record %s@%d went away during the query", c.uid, c.rv)
+		}
+		records = append(records, rec)
+	}
+	return records, nil
+}
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
 // newestStates returns, for the UIDs of rows, the greatest resourceVersion
 // of each in the window, among all its rows (matching the query's fields
-// or not).
-func newestStates(ctx context.Context, r runner, q *archive.Query, w window, rows []candidate) (map[string]uint64, error) {
+// or not). The rows' namespaces narrow it to their streams.
+func newestStates(ctx context.Context, r runner, w window, rows []candidate) (map[string]uint64, error) {
 	newest := map[string]uint64{}
 	if len(rows) == 0 {
 		return newest, nil
 	}
-	minRV := rows[0].rv
 	uids := make([]string, 0, len(rows))
 	for _, c := range rows {
-		if _, ok := newest[c.record.UID]; !ok {
-			newest[c.record.UID] = 0
-			uids = append(uids, strconv.Quote(c.record.UID))
+		if _, ok := newest[c.uid]; !ok {
+			newest[c.uid] = 0
+			uids = append(uids, strconv.Quote(c.uid))
 		}
-		minRV = min(minRV, c.rv)
 	}
+	// The UIDs' bloom filters find their blocks; a filter on rv (to skip
+	// older states) would cost more than it saves: the engine reads the
+	// column of every block in the window to apply it.
 	var b strings.Builder
-	fmt.Fprintf(&b, "_time:[%s, %s)", formatTime(w.since), formatTime(w.until))
-	if q.Namespace != "" {
-		fmt.Fprintf(&b, " {%s=%s}", colNamespace, strconv.Quote(q.Namespace))
-	}
-	fmt.Fprintf(&b, " %s:>=%d %s:in(%s) | stats by (%s) max(%s) as %s", colRV, minRV, colUID, strings.Join(uids, ","), colUID, colRV, colRV)
+	fmt.Fprintf(&b, "_time:[%s, %s) %s", formatTime(w.since), formatTime(w.until), streamFilter(rows))
+	fmt.Fprintf(&b, " %s:in(%s) | stats by (%s) max(%s) as %s", colUID, strings.Join(uids, ","), colUID, colRV, colRV)
 	err := r.run(ctx, b.String(), func(row map[string]string) error {
 		rv, err := strconv.ParseUint(row[colRV], 10, 64)
 		if err != nil {
@@ -248,4 +341,17 @@ func newestStates(ctx context.Context, r runner, q *archive.Query, w window, row
 		return nil
 	})
 	return newest, err
+}
+
+// streamFilter selects the streams (namespaces) of rows.
+func streamFilter(rows []candidate) string {
+	seen := map[string]bool{}
+	var ns []string
+	for _, c := range rows {
+		if !seen[c.ns] {
+			seen[c.ns] = true
+			ns = append(ns, strconv.Quote(c.ns))
+		}
+	}
+	return fmt.Sprintf("{%s in (%s)}", colNamespace, strings.Join(ns, ","))
 }

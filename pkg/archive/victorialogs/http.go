@@ -1,0 +1,327 @@
+/*
+Copyright The events-apiserver Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package victorialogs
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/kube-events/events-apiserver/pkg/archive"
+)
+
+// DefaultServiceFlushInterval is VictoriaLogs' default
+// -inmemoryDataFlushInterval.
+const DefaultServiceFlushInterval = 5 * time.Second
+
+// HTTPConfig configures an archive kept by a VictoriaLogs service: the
+// single-node victoria-logs, or a cluster's vlinsert and vlselect.
+type HTTPConfig struct {
+	// URL is the service's base URL, for appends and queries alike (a
+	// single node, or a cluster node that serves both roles).
+	URL string
+	// SelectURL, when set, is where queries go instead (a cluster's
+	// vlselect, URL being its vlinsert).
+	SelectURL string
+	// AccountID and ProjectID are the VictoriaLogs tenant the records
+	// live in, so that one service can hold several archives.
+	AccountID, ProjectID uint32
+	// Retention must be the service's -retentionPeriod: queries do not
+	// look further back. DefaultRetention when zero.
+	Retention time.Duration
+	// FlushInterval must be the storage nodes' -inmemoryDataFlushInterval:
+	// Sync waits for it. DefaultServiceFlushInterval when zero.
+	FlushInterval time.Duration
+	// Client sends the requests; a client with a one-minute timeout when
+	// nil.
+	Client *http.Client
+}
+
+// HTTP is an archive kept by a VictoriaLogs service, written through its
+// JSON lines API (/insert/jsonline) and read through LogsQL
+// (/select/logsql/query): the same queries as Embedded.
+type HTTP struct {
+	cfg HTTPConfig
+
+	mu   sync.Mutex
+	last *archive.Record // the last record appended, without its object
+	at   time.Time       // when it was appended
+}
+
+var _ archive.Archive = &HTTP{}
+
+// NewHTTP returns the archive of the service cfg.URL names. It does not
+// contact the service.
+func NewHTTP(cfg HTTPConfig) (*HTTP, error) {
+	for _, u := range []string{cfg.URL, cfg.SelectURL} {
+		if u == "" {
+			continue
+		}
+		if parsed, err := url.Parse(u); err != nil || parsed.Host == "" {
+			return nil, fmt.Errorf("archive URL %q is not an absolute URL", u)
+		}
+	}
+	if cfg.URL == "" {
+		return nil, errors.New("the archive service needs a URL")
+	}
+	cfg.URL = strings.TrimSuffix(cfg.URL, "/")
+	if cfg.SelectURL == "" {
+		cfg.SelectURL = cfg.URL
+	}
+	cfg.SelectURL = strings.TrimSuffix(cfg.SelectURL, "/")
+	if cfg.Retention == 0 {
+		cfg.Retention = DefaultRetention
+	}
+	if cfg.FlushInterval == 0 {
+		cfg.FlushInterval = DefaultServiceFlushInterval
+	}
+	if cfg.Client == nil {
+		cfg.Client = &http.Client{Timeout: time.Minute}
+	}
+	return &HTTP{cfg: cfg}, nil
+}
+
+func (h *HTTP) newRequest(ctx context.Context, base, path string, params url.Values, body io.Reader) (*http.Request, error) {
+	u := base + path
+	if len(params) > 0 {
+		u += "?" + params.Encode()
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, body)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("AccountID", strconv.FormatUint(uint64(h.cfg.AccountID), 10))
+	req.Header.Set("ProjectID", strconv.FormatUint(uint64(h.cfg.ProjectID), 10))
+	return req, nil
+}
+
+// do sends req and returns the response of a 2xx answer. It fails with
+// archive.ErrUnavailable when the service cannot be reached or answers
+// 5xx (vlselect answers 502 when a storage node is down).
+func (h *HTTP) do(req *http.Request) (*http.Response, error) {
+	resp, err := h.cfg.Client.Do(req)
+	if err != nil {
+		return nil, archive.Unavailable("%s %s: %w", req.Method, req.URL.Path, err)
+	}
+	if resp.StatusCode/100 == 2 {
+		return resp, nil
+	}
+	defer resp.Body.Close()
+	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+	err = fmt.Errorf("%s %s: %s: %s", req.Method, req.URL.Path, resp.Status, bytes.TrimSpace(msg))
+	if resp.StatusCode >= 500 || resp.StatusCode == http.StatusTooManyRequests {
+		return nil, archive.Unavailable("%w", err)
+	}
+	return nil, err
+}
+
+// Append sends records to the service; it returns once the service
+// accepted them.
+func (h *HTTP) Append(ctx context.Context, records []archive.Record) error {
+	if len(records) == 0 {
+		return nil
+	}
+	var body bytes.Buffer
+	var cols []field
+	row := map[string]string{}
+	enc := json.NewEncoder(&body)
+	for i := range records {
+		r := &records[i]
+		var err error
+		if cols, err = encodeRecord(cols[:0], r); err != nil {
+			return err
+		}
+		clear(row)
+		for _, c := range cols {
+			row[c.Name] = c.Value
+		}
+		row[colTime] = formatTime(r.Time)
+		if err := enc.Encode(row); err != nil {
+			return err
+		}
+	}
+	params := url.Values{
+		"_stream_fields": {strings.Join(streamFields, ",")},
+		"_time_field":    {colTime},
+		"_msg_field":     {colObject},
+	}
+	req, err := h.newRequest(ctx, h.cfg.URL, "/insert/jsonline", params, &body)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/stream+json")
+	resp, err := h.do(req)
+	if err != nil {
+		return err
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	_ = resp.Body.Close()
+	last := records[len(records)-1]
+	last.Object = nil
+	h.mu.Lock()
+	h.last, h.at = &last, time.Now()
+	h.mu.Unlock()
+	return nil
+}
+
+// Sync asks the service to flush what it buffers (/internal/force_flush:
+// a vlinsert sends its buffers to the storage nodes), waits until the
+// last record appended is visible, and then for the storage nodes'
+// flush to disk (twice FlushInterval and a second from the append). A
+// cluster's vlinsert keeps in memory what it cannot deliver to a storage
+// node, until it can: Sync cannot see that.
+func (h *HTTP) Sync(ctx context.Context) error {
+	h.mu.Lock()
+	last, at := h.last, h.at
+	h.mu.Unlock()
+	if last == nil {
+		return nil
+	}
+	req, err := h.newRequest(ctx, h.cfg.URL, "/internal/force_flush", nil, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := h.do(req)
+	if err != nil {
+		return err
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	_ = resp.Body.Close()
+	probe := fmt.Sprintf("_time:[%s, %s] %s:=%s %s:=%s | stats count() as n",
+		formatTime(last.Time), formatTime(last.Time), colUID, strconv.Quote(last.UID), colRV, strconv.Quote(last.ResourceVersion))
+	err = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		visible := false
+		err := h.run(ctx, probe, func(row map[string]string) error {
+			visible = row["n"] != "" && row["n"] != "0"
+			return nil
+		})
+		return visible, err
+	})
+	if err != nil {
+		return fmt.Errorf("waiting for the archive service to show record %s@%s: %w", last.UID, last.ResourceVersion, err)
+	}
+	t := time.NewTimer(time.Until(at.Add(2*h.cfg.FlushInterval + time.Second)))
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Query answers q; see archive.Archive.
+func (h *HTTP) Query(ctx context.Context, q archive.Query) (archive.Page, error) {
+	return queryPage(ctx, h, q, h.cfg.Retention, time.Now())
+}
+
+func (h *HTTP) run(ctx context.Context, query string, fn func(row map[string]string) error) error {
+	form := url.Values{
+		"query": {query},
+		// A service configured with -search.allowPartialResponse must not
+		// answer the archive short.
+		"allow_partial_response": {"false"},
+	}
+	req, err := h.newRequest(ctx, h.cfg.SelectURL, "/select/logsql/query", nil, strings.NewReader(form.Encode()))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	resp, err := h.do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	scanner := bufio.NewScanner(resp.Body)
+	scanner.Buffer(nil, 64<<20)
+	row := map[string]string{}
+	for scanner.Scan() {
+		line := scanner.Bytes()
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		clear(row)
+		if err := json.Unmarshal(line, &row); err != nil {
+			// An error met after the answer began comes as text after
+			// the rows, with the 200 already sent.
+			return archive.Unavailable("archive query answered %q", truncate(line, 512))
+		}
+		if err := fn(row); err != nil {
+			return err
+		}
+	}
+	if err := scanner.Err(); err != nil {
+		// A cut connection ends a chunked answer early: an error, not a
+		// short answer.
+		return archive.Unavailable("reading the archive's answer: %w", err)
+	}
+	return nil
+}
+
+func truncate(b []byte, n int) string {
+	if len(b) > n {
+		return string(b[:n]) + "..."
+	}
+	return string(b)
+}
+
+// Stats counts the service's rows and sums the on-disk sizes of their
+// columns' data, dictionaries and bloom filters (LogsQL's block_stats),
+// which leaves out indexes and block headers.
+func (h *HTTP) Stats(ctx context.Context) (archive.Stats, error) {
+	var s archive.Stats
+	err := h.run(ctx, "* | stats count() as rows", func(row map[string]string) error {
+		n, err := strconv.ParseInt(row["rows"], 10, 64)
+		s.Rows = n
+		return err
+	})
+	if err != nil {
+		return s, err
+	}
+	err = h.run(ctx, "* | block_stats | stats sum(values_bytes) as v, sum(dict_bytes) as d, sum(bloom_bytes) as b", func(row map[string]string) error {
+		for _, k := range []string{"v", "d", "b"} {
+			if row[k] == "" {
+				continue
+			}
+			n, err := strconv.ParseFloat(row[k], 64)
+			if err != nil {
+				return err
+			}
+			s.DiskBytes += int64(n)
+		}
+		return nil
+	})
+	return s, err
+}
+
+// Close releases nothing: the service keeps the records.
+func (h *HTTP) Close() error {
+	h.cfg.Client.CloseIdleConnections()
+	return nil
+}

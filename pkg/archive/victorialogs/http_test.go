@@ -1,0 +1,175 @@
+/*
+Copyright The events-apiserver Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package victorialogs
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/kube-events/events-apiserver/pkg/archive/archivetest"
+	"github.com/kube-events/events-apiserver/test/freeport"
+)
+
+// The service tests run the victoria-logs binary hack/victorialogs-assets.sh
+// builds; VICTORIALOGS_ASSETS names its directory.
+func victoriaLogsBinary(t *testing.T) string {
+	t.Helper()
+	dir := os.Getenv("VICTORIALOGS_ASSETS")
+	if dir == "" {
+		t.Skip("VICTORIALOGS_ASSETS is not set: export VICTORIALOGS_ASSETS=$(hack/victorialogs-assets.sh)")
+	}
+	bin := filepath.Join(dir, "victoria-logs")
+	if _, err := os.Stat(bin); err != nil {
+		t.Fatalf("VICTORIALOGS_ASSETS: %v", err)
+	}
+	return bin
+}
+
+// serviceRetention and serviceFlush are the services' -retentionPeriod and
+// -inmemoryDataFlushInterval.
+const (
+	serviceRetention = 48 * time.Hour
+	serviceFlush     = time.Second
+)
+
+// vlNode is one victoria-logs process.
+type vlNode struct {
+	bin, addr, log string
+	args           []string
+	cmd            *exec.Cmd
+}
+
+// startNode starts victoria-logs with args on a free port and waits until
+// it is healthy; the test stops it.
+func startNode(t *testing.T, bin string, args ...string) *vlNode {
+	t.Helper()
+	n := &vlNode{
+		bin:  bin,
+		addr: fmt.Sprintf("127.0.0.1:%d", freeport.Port(t)),
+		log:  filepath.Join(t.TempDir(), "victoria-logs.log"),
+	}
+	n.args = append([]string{"-httpListenAddr=" + n.addr, "-loggerLevel=WARN"}, args...)
+	n.start(t)
+	t.Cleanup(func() {
+		n.kill(syscall.SIGTERM)
+		if t.Failed() {
+			out, _ := os.ReadFile(n.log)
+			t.Logf("victoria-logs %s:\n%s", strings.Join(n.args, " "), out)
+		}
+	})
+	return n
+}
+
+func (n *vlNode) url() string { return "http://" + n.addr }
+
+func (n *vlNode) start(t *testing.T) {
+	t.Helper()
+	out, err := os.OpenFile(n.log, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Close()
+	n.cmd = exec.Command(n.bin, n.args...)
+	n.cmd.Stdout, n.cmd.Stderr = out, out
+	if err := n.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	err = wait.PollUntilContextTimeout(context.Background(), 20*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		resp, err := http.Get(n.url() + "/health")
+		if err != nil {
+			return false, nil
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK, nil
+	})
+	if err != nil {
+		t.Fatalf("victoria-logs on %s did not get healthy: %v", n.addr, err)
+	}
+}
+
+// kill sends sig and waits for the process to exit.
+func (n *vlNode) kill(sig syscall.Signal) {
+	if n.cmd == nil {
+		return
+	}
+	_ = n.cmd.Process.Signal(sig)
+	_ = n.cmd.Wait()
+	n.cmd = nil
+}
+
+// tenants gives each test of a shared service a tenant of its own.
+var tenants atomic.Uint32
+
+func openService(t *testing.T, insertURL, selectURL string) archivetest.Engine {
+	a, err := NewHTTP(HTTPConfig{
+		URL: insertURL, SelectURL: selectURL,
+		AccountID: tenants.Add(1), ProjectID: 7,
+		Retention: serviceRetention, FlushInterval: serviceFlush,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = a.Close() })
+	return archivetest.Engine{Archive: a, Retention: serviceRetention}
+}
+
+func storageArgs(t *testing.T) []string {
+	return []string{
+		"-storageDataPath=" + t.TempDir(),
+		fmt.Sprintf("-retentionPeriod=%dh", int(serviceRetention.Hours())),
+		"-inmemoryDataFlushInterval=" + serviceFlush.String(),
+	}
+}
+
+// TestSingleNode runs the suite against a single-node victoria-logs.
+func TestSingleNode(t *testing.T) {
+	bin := victoriaLogsBinary(t)
+	node := startNode(t, bin, storageArgs(t)...)
+	archivetest.Run(t, func(t *testing.T) archivetest.Engine {
+		return openService(t, node.url(), "")
+	}, archivetest.Options{})
+}
+
+// TestCluster runs the suite against a cluster: two storage nodes, a
+// vlinsert and a vlselect. Its StorageDown test kills a storage node
+// (SIGKILL), expects queries to fail, and restarts it on the same data.
+func TestCluster(t *testing.T) {
+	bin := victoriaLogsBinary(t)
+	storage := []*vlNode{startNode(t, bin, storageArgs(t)...), startNode(t, bin, storageArgs(t)...)}
+	nodes := "-storageNode=" + storage[0].addr + "," + storage[1].addr
+	insert := startNode(t, bin, nodes, "-select.disable")
+	sel := startNode(t, bin, nodes, "-insert.disable")
+	archivetest.Run(t, func(t *testing.T) archivetest.Engine {
+		return openService(t, insert.url(), sel.url())
+	}, archivetest.Options{
+		StopStorage: func(t *testing.T) func() {
+			storage[1].kill(syscall.SIGKILL)
+			return func() { storage[1].start(t) }
+		},
+	})
+}
