@@ -63,6 +63,11 @@ type ExtraConfig struct {
 	// LeaderElection tunes the election that picks the one replica running
 	// the server's controllers (the series sweeper, the mirror, ...).
 	LeaderElection LeaderElectionConfig
+	// Archive, when set, keeps the history of events: the archiver runs
+	// on the elected replica, lists with history.since read the archive
+	// as well as the store, and the server compacts etcd itself, never
+	// past the archive's checkpoint (see ArchiveConfig).
+	Archive *ArchiveConfig
 	// EtcdMaintenance, when set, runs the etcd housekeeping of
 	// pkg/etcdmaint on every replica (see installEtcdMaintenance for why
 	// not under the election). Nil turns it off, for an etcd that someone
@@ -140,6 +145,18 @@ func (c CompletedConfig) New() (*EventsServer, error) {
 		}
 	}
 
+	var served rest.Storage = store
+	if c.ExtraConfig.Archive != nil {
+		if served, err = c.withHistory(store, *c.ExtraConfig.Archive); err != nil {
+			return nil, err
+		}
+		if c.ExtraConfig.Archive.CompactionInterval > 0 {
+			if err := c.installCompactor(genericServer, *c.ExtraConfig.Archive); err != nil {
+				return nil, err
+			}
+		}
+	}
+
 	controllers, err := c.controllers(store)
 	if err != nil {
 		return nil, err
@@ -157,14 +174,14 @@ func (c CompletedConfig) New() (*EventsServer, error) {
 	}
 
 	legacy := genericapiserver.NewDefaultAPIGroupInfo(core.GroupName, Scheme, ParameterCodec, Codecs)
-	legacy.VersionedResourcesStorageMap[corev1.SchemeGroupVersion.Version] = map[string]rest.Storage{"events": store}
+	legacy.VersionedResourcesStorageMap[corev1.SchemeGroupVersion.Version] = map[string]rest.Storage{"events": served}
 	if err := genericServer.InstallLegacyAPIGroup(genericapiserver.DefaultLegacyAPIPrefix, &legacy); err != nil {
 		return nil, fmt.Errorf("installing /api/v1 events: %w", err)
 	}
 
 	group := genericapiserver.NewDefaultAPIGroupInfo(events.GroupName, Scheme, ParameterCodec, Codecs)
-	group.VersionedResourcesStorageMap[eventsv1beta1.SchemeGroupVersion.Version] = map[string]rest.Storage{"events": store}
-	group.VersionedResourcesStorageMap[eventsv1.SchemeGroupVersion.Version] = map[string]rest.Storage{"events": store}
+	group.VersionedResourcesStorageMap[eventsv1beta1.SchemeGroupVersion.Version] = map[string]rest.Storage{"events": served}
+	group.VersionedResourcesStorageMap[eventsv1.SchemeGroupVersion.Version] = map[string]rest.Storage{"events": served}
 	if err := genericServer.InstallAPIGroup(&group); err != nil {
 		return nil, fmt.Errorf("installing events.k8s.io events: %w", err)
 	}
@@ -200,6 +217,13 @@ func (c CompletedConfig) controllers(store *eventregistry.REST) ([]Controller, e
 			return nil, fmt.Errorf("events mirror: %w", err)
 		}
 		controllers = append(controllers, m)
+	}
+	if c.ExtraConfig.Archive != nil {
+		a, err := c.newArchiver(*c.ExtraConfig.Archive)
+		if err != nil {
+			return nil, fmt.Errorf("archiver: %w", err)
+		}
+		controllers = append(controllers, a)
 	}
 	return controllers, nil
 }

@@ -55,6 +55,12 @@ func (o *Options) Config() (*apiserver.Config, error) {
 	// The same steps as RecommendedOptions.ApplyTo, but with the events
 	// storage factory, and without the core API when standalone.
 	storageConfig := r.Etcd.StorageConfig
+	// With an archive the server compacts etcd itself, never past the
+	// archive's checkpoint, instead of the generic storage.
+	compactionInterval := storageConfig.CompactionInterval
+	if o.archive != nil {
+		storageConfig.CompactionInterval = 0
+	}
 	if storageConfig.StorageObjectCountTracker == nil {
 		storageConfig.StorageObjectCountTracker = cfg.StorageObjectCountTracker
 	}
@@ -129,6 +135,7 @@ func (o *Options) Config() (*apiserver.Config, error) {
 			Fold:            fold,
 			Mirror:          mirrorConfig,
 			LeaderElection:  o.LeaderElection.config(),
+			Archive:         archiveConfig(o.archive, compactionInterval),
 		},
 	}, nil
 }

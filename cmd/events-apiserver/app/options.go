@@ -20,6 +20,7 @@ import (
 
 	corev1 "github.com/kube-events/events-apiserver/pkg/apis/core/v1"
 	"github.com/kube-events/events-apiserver/pkg/apiserver"
+	"github.com/kube-events/events-apiserver/pkg/archive"
 )
 
 // DefaultSecurePort is where the server listens unless told otherwise; an
@@ -86,6 +87,8 @@ type Options struct {
 	// LeaderElection configures the election of the replica that runs the
 	// controllers.
 	LeaderElection LeaderElectionOptions
+	// Archive configures the history of events.
+	Archive ArchiveOptions
 
 	flags     *cliflag.NamedFlagSets
 	completed bool
@@ -93,6 +96,8 @@ type Options struct {
 	// standalone and embeddedEtcd are the decisions Complete made.
 	standalone   bool
 	embeddedEtcd bool
+	// archive is the archive Run opened; nil for none.
+	archive archive.Archive
 	ready        chan struct{}
 }
 
@@ -109,6 +114,7 @@ func NewOptions() *Options {
 		Mirror:               newMirrorOptions(),
 		EtcdMaintenance:      newEtcdMaintenanceOptions(),
 		LeaderElection:       newLeaderElectionOptions(),
+		Archive:              newArchiveOptions(),
 		ready:                make(chan struct{}),
 	}
 	o.Recommended.Etcd.DefaultStorageMediaType = apiserver.StorageMediaType
@@ -160,6 +166,7 @@ func (o *Options) Flags() cliflag.NamedFlagSets {
 
 	o.Mirror.addFlags(fss.FlagSet("mirror"))
 	o.LeaderElection.addFlags(fss.FlagSet("leader election"))
+	o.Archive.addFlags(fss.FlagSet("archive"))
 
 	r := o.Recommended
 	r.Etcd.AddFlags(fss.FlagSet("etcd"))
@@ -244,6 +251,7 @@ func (o *Options) Complete() error {
 	} else if !o.changed("cert-dir") && o.DataDir != "" {
 		r.SecureServing.ServerCert.CertDirectory = filepath.Join(o.DataDir, "serving-certs")
 	}
+	o.Archive.complete(o.embeddedEtcd, o.DataDir)
 	o.completed = true
 	return nil
 }
@@ -275,6 +283,7 @@ func (o *Options) Validate() error {
 	errs = append(errs, o.Mirror.validate()...)
 	errs = append(errs, o.EtcdMaintenance.validate()...)
 	errs = append(errs, o.LeaderElection.validate()...)
+	errs = append(errs, o.Archive.validate()...)
 
 	if o.EventTTL < time.Second {
 		errs = append(errs, fmt.Errorf("--event-ttl must be at least 1s, got %v", o.EventTTL))

@@ -138,6 +138,20 @@ func Run(ctx context.Context, o *Options) error {
 		}
 	}
 
+	var err error
+	if o.archive, err = o.Archive.open(ctx); err != nil {
+		return err
+	}
+	if o.archive != nil {
+		// Closed after the API server and its controllers have stopped.
+		defer func() {
+			if err := o.archive.Close(); err != nil {
+				logger.Error(err, "Closing the archive failed")
+			}
+		}()
+		logger.Info("Archiving events", "archive", o.Archive.Mode, "dir", o.Archive.Dir, "url", o.Archive.URL, "retention", o.Archive.Retention)
+	}
+
 	config, err := o.Config()
 	if err != nil {
 		return err

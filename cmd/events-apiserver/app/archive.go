@@ -1,0 +1,136 @@
+/*
+Copyright The events-apiserver Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+
+package app
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/kube-events/events-apiserver/pkg/apiserver"
+	"github.com/kube-events/events-apiserver/pkg/archive"
+	"github.com/kube-events/events-apiserver/pkg/archive/victorialogs"
+)
+
+// The values of --archive.
+const (
+	// ArchiveEmbedded keeps the history in this process, with VictoriaLogs'
+	// storage library, in --archive-dir: for one replica.
+	ArchiveEmbedded = "embedded"
+	// ArchiveURL keeps it in the VictoriaLogs service at --archive-url,
+	// which every replica reads and the elected one writes.
+	ArchiveURL = "url"
+	// ArchiveNone keeps no history: events live for --event-ttl.
+	ArchiveNone = "none"
+)
+
+// ArchiveOptions configure the history of events (see pkg/archive).
+type ArchiveOptions struct {
+	// Mode is --archive; empty chooses embedded when the server runs its
+	// embedded etcd (one replica, with a --data-dir) and none otherwise.
+	Mode string
+	// URL is the VictoriaLogs service of Mode url; SelectURL, when set,
+	// is where queries go instead (a cluster's vlselect, URL its vlinsert).
+	URL, SelectURL string
+	// Dir is the embedded archive's directory, <data-dir>/archive when empty.
+	Dir string
+	// Retention is how long archived events are kept.
+	Retention time.Duration
+}
+
+func newArchiveOptions() ArchiveOptions {
+	return ArchiveOptions{Retention: victorialogs.DefaultRetention}
+}
+
+func (a *ArchiveOptions) addFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&a.Mode, "archive", a.Mode, "Where the history of events is kept, for lists with the field selector history.since=<when>: "+
+		"embedded (in this process, in --archive-dir; for one replica), url (the VictoriaLogs service at --archive-url; for several replicas) or none. "+
+		"Defaults to embedded with the embedded etcd, none otherwise.")
+	fs.StringVar(&a.URL, "archive-url", a.URL, "Base URL of the VictoriaLogs service of --archive=url (victoria-logs, or a cluster's vlinsert).")
+	fs.StringVar(&a.SelectURL, "archive-select-url", a.SelectURL, "Base URL queries go to instead of --archive-url (a VictoriaLogs cluster's vlselect).")
+	fs.StringVar(&a.Dir, "archive-dir", a.Dir, "Directory of the embedded archive; <data-dir>/archive, beside the embedded etcd's data, when empty.")
+	fs.DurationVar(&a.Retention, "archive-retention", a.Retention, "How long archived events stay searchable, by their last observation; at least 24h. "+
+		"With --archive=url it must match the service's -retentionPeriod.")
+}
+
+// complete resolves the mode and the directory.
+func (a *ArchiveOptions) complete(embeddedEtcd bool, dataDir string) {
+	if a.Mode == "" {
+		a.Mode = ArchiveNone
+		if embeddedEtcd {
+			a.Mode = ArchiveEmbedded
+		}
+	}
+	if a.Mode == ArchiveEmbedded && a.Dir == "" && dataDir != "" {
+		a.Dir = filepath.Join(dataDir, "archive")
+	}
+}
+
+func (a *ArchiveOptions) validate() []error {
+	var errs []error
+	switch a.Mode {
+	case ArchiveEmbedded:
+		if a.Dir == "" {
+			errs = append(errs, fmt.Errorf("--archive=embedded needs --archive-dir or --data-dir"))
+		}
+	case ArchiveURL:
+		if a.URL == "" {
+			errs = append(errs, fmt.Errorf("--archive=url needs --archive-url"))
+		}
+	case ArchiveNone, "":
+	default:
+		errs = append(errs, fmt.Errorf("--archive must be embedded, url or none, got %q", a.Mode))
+	}
+	if a.Mode != ArchiveNone && a.Mode != "" && a.Retention < 24*time.Hour {
+		errs = append(errs, fmt.Errorf("--archive-retention must be at least 24h, got %v", a.Retention))
+	}
+	return errs
+}
+
+// open opens the archive of the options, nil for none; the caller closes it.
+func (a *ArchiveOptions) open(ctx context.Context) (archive.Archive, error) {
+	switch a.Mode {
+	case ArchiveEmbedded:
+		e, err := victorialogs.OpenEmbedded(ctx, victorialogs.EmbeddedConfig{Dir: a.Dir, Retention: a.Retention})
+		if err != nil {
+			return nil, fmt.Errorf("opening the archive in %s: %w", a.Dir, err)
+		}
+		return e, nil
+	case ArchiveURL:
+		h, err := victorialogs.NewHTTP(victorialogs.HTTPConfig{URL: a.URL, SelectURL: a.SelectURL, Retention: a.Retention})
+		if err != nil {
+			return nil, err
+		}
+		return h, nil
+	default:
+		return nil, nil
+	}
+}
+
+// config is the server's archive configuration for an open archive: the
+// server compacts etcd itself at compactionInterval (the generic
+// compaction's, which the caller turns off), never past the checkpoint.
+func archiveConfig(a archive.Archive, compactionInterval time.Duration) *apiserver.ArchiveConfig {
+	if a == nil {
+		return nil
+	}
+	return &apiserver.ArchiveConfig{Archive: a, CompactionInterval: compactionInterval}
+}
