@@ -69,6 +69,10 @@ bench-storm: ## Storm benchmark: hot-looping reporter vs 20 quiet reporters and 
 bench: ## Side-by-side benchmark against kube-apiserver (about 14 minutes; by hand, on a quiet machine). ARGS=... passes flags.
 	hack/bench.sh $(ARGS)
 
+.PHONY: bench-history
+bench-history: ## Archive benchmark: HISTORY_EVENTS (10,000,000) events over 30 days, HISTORY_OBJECTS (100,000) objects, embedded VictoriaLogs: ingest, query p99 by selector, bytes per event (by hand).
+	$(GO) test -count=1 -timeout 180m -v ./test/archivebench -run '^TestHistory$$' -history.full -history.events=$(or $(HISTORY_EVENTS),10000000) -history.objects=$(or $(HISTORY_OBJECTS),100000)
+
 .PHONY: bench-mirror
 bench-mirror: ## Mirror benchmark: 100,000 events seeded in kube-apiserver, then 500 changes/s for 60s (hack/bench-mirror.sh).
 	hack/bench-mirror.sh

@@ -20,6 +20,7 @@ limitations under the License.
 package archivebench
 
 import (
+	"container/heap"
 	"context"
 	"fmt"
 	"io"
@@ -75,8 +76,8 @@ type Latency struct {
 // Result is what a run measured.
 type Result struct {
 	Events, DistinctEvents int
-	// Ingest is the time the appends took, Sync the wait for durability
-	// after them.
+	// Ingest is the time spent in Append (the generator's time left out),
+	// Sync the wait for durability after the last.
 	Ingest, Sync time.Duration
 	// EventsPerSecond is Events / Ingest.
 	EventsPerSecond float64
@@ -86,155 +87,217 @@ type Result struct {
 	Queries       []Latency
 }
 
-// data is the generated data set.
-type data struct {
-	records []archive.Record
-	objects []string // regarding names, by index
-	pairs   [][2]string
-	related []string
+// generator makes the data set as the archiver would append it: by time,
+// an hour at a time, resourceVersions increasing. Each hour starts its
+// share of the events; a series' later states wait in a heap for their
+// hour.
+type generator struct {
+	cfg Config
+	rng *rand.Rand
+	now time.Time
+
+	objects []object
+	reasons []string
+	nodes   []string
+
+	hourEnd time.Time
+	perHour int
+	created int // states created (emitted or waiting)
+	pending stateHeap
+	rv      int
+
+	// Distinct counts the events; pairs are (regarding name, reason)
+	// pairs that exist, for the queries.
+	distinct int
+	pairs    [][2]string
+	pairSeen map[[2]string]bool
 }
 
-// generate builds cfg.Events records, oldest first, with realistic events
-// (core/v1 protobuf objects of a kubelet-like reporter).
-func generate(cfg Config, now time.Time) (*data, error) {
-	rng := rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15))
-	uid := func() string {
-		var b [16]byte
-		for i := range b {
-			b[i] = byte(rng.UintN(256))
-		}
-		return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+type object struct {
+	ns, name, uid, rv, kind string
+}
+
+// event is one event whose states the generator emits.
+type event struct {
+	ev     corev1.Event
+	fields map[string]string
+}
+
+type state struct {
+	t     time.Time
+	ev    *event
+	count int32
+}
+
+type stateHeap []state
+
+func (h stateHeap) Len() int           { return len(h) }
+func (h stateHeap) Less(i, j int) bool { return h[i].t.Before(h[j].t) }
+func (h stateHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *stateHeap) Push(x any)        { *h = append(*h, x.(state)) }
+func (h *stateHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}
+
+func newGenerator(cfg Config, now time.Time) *generator {
+	g := &generator{
+		cfg: cfg, now: now,
+		rng:      rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)),
+		hourEnd:  now.Add(-cfg.Span),
+		pairSeen: map[[2]string]bool{},
 	}
-	suffix := func(n int) string {
-		const letters = "bcdfghjklmnpqrstvwxz2456789"
-		b := make([]byte, n)
-		for i := range b {
-			b[i] = letters[rng.IntN(len(letters))]
-		}
-		return string(b)
-	}
-	type object struct {
-		ns, name, uid, rv, kind string
-	}
-	objects := make([]object, cfg.Objects)
-	d := &data{objects: make([]string, cfg.Objects)}
-	for i := range objects {
+	hours := int(cfg.Span / time.Hour)
+	g.perHour = (cfg.Events + hours - 1) / hours
+	g.objects = make([]object, cfg.Objects)
+	for i := range g.objects {
 		kind := "Pod"
 		if i%10 == 0 {
 			kind = "Deployment"
 		}
-		objects[i] = object{
+		g.objects[i] = object{
 			ns:   fmt.Sprintf("team-%03d", i%cfg.Namespaces),
-			name: fmt.Sprintf("app-%d-%s-%s", i%500, suffix(10), suffix(5)),
-			uid:  uid(),
-			rv:   strconv.Itoa(1000000 + rng.IntN(9000000)),
+			name: fmt.Sprintf("app-%d-%s-%s", i%500, g.suffix(10), g.suffix(5)),
+			uid:  g.uid(),
+			rv:   strconv.Itoa(1000000 + g.rng.IntN(9000000)),
 			kind: kind,
 		}
-		d.objects[i] = objects[i].name
 	}
-	reasons := []string{"Scheduled", "Pulling", "Pulled", "Created", "Started", "Killing", "BackOff", "Unhealthy", "FailedMount", "FailedScheduling"}
-	for i := len(reasons); i < cfg.Reasons; i++ {
-		reasons = append(reasons, fmt.Sprintf("CustomReason%03d", i))
+	g.reasons = []string{"Scheduled", "Pulling", "Pulled", "Created", "Started", "Killing", "BackOff", "Unhealthy", "FailedMount", "FailedScheduling"}
+	for i := len(g.reasons); i < cfg.Reasons; i++ {
+		g.reasons = append(g.reasons, fmt.Sprintf("CustomReason%03d", i))
 	}
-	nodes := make([]string, 200)
-	for i := range nodes {
-		nodes[i] = fmt.Sprintf("node-%03d.cluster.internal", i)
+	g.nodes = make([]string, 200)
+	for i := range g.nodes {
+		g.nodes[i] = fmt.Sprintf("node-%03d.cluster.internal", i)
 	}
-	d.related = nodes
+	return g
+}
 
-	// Events in the order they are first observed; a series gets its
-	// states spread after its first.
-	type state struct {
-		t   time.Time
-		rec int
+func (g *generator) uid() string {
+	var b [16]byte
+	for i := range b {
+		b[i] = byte(g.rng.UintN(256))
 	}
-	start := now.Add(-cfg.Span)
-	var states []archive.Record
-	pairSeen := map[[2]string]bool{}
-	rv := 100000000
-	for len(states) < cfg.Events {
-		o := objects[rng.IntN(len(objects))]
-		reason := reasons[rng.IntN(len(reasons))]
-		// A few reasons make most events.
-		if rng.Float64() < 0.8 {
-			reason = reasons[rng.IntN(10)]
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+}
+
+func (g *generator) suffix(n int) string {
+	const letters = "bcdfghjklmnpqrstvwxz2456789"
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = letters[g.rng.IntN(len(letters))]
+	}
+	return string(b)
+}
+
+// startHour starts the events first observed in the next hour.
+func (g *generator) startHour() {
+	hourStart := g.hourEnd
+	g.hourEnd = g.hourEnd.Add(time.Hour)
+	for i := 0; i < g.perHour && g.created < g.cfg.Events; i++ {
+		g.startEvent(hourStart.Add(time.Duration(g.rng.Int64N(int64(time.Hour)))))
+	}
+}
+
+func (g *generator) startEvent(first time.Time) {
+	o := g.objects[g.rng.IntN(len(g.objects))]
+	reason := g.reasons[g.rng.IntN(len(g.reasons))]
+	// A few reasons make most events.
+	if g.rng.Float64() < 0.8 {
+		reason = g.reasons[g.rng.IntN(10)]
+	}
+	etype := "Normal"
+	switch reason {
+	case "BackOff", "Unhealthy", "FailedMount", "FailedScheduling":
+		etype = "Warning"
+	}
+	node := g.nodes[g.rng.IntN(len(g.nodes))]
+	e := &event{ev: corev1.Event{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:              fmt.Sprintf("%s.%016x", o.name, g.rng.Uint64()),
+			Namespace:         o.ns,
+			UID:               types.UID(g.uid()),
+			CreationTimestamp: metav1.NewTime(first.Truncate(time.Second)),
+		},
+		InvolvedObject: corev1.ObjectReference{
+			Kind: o.kind, Namespace: o.ns, Name: o.name, UID: types.UID(o.uid),
+			APIVersion: "v1", ResourceVersion: o.rv, FieldPath: "spec.containers{app}",
+		},
+		Reason:              reason,
+		Message:             fmt.Sprintf("%s: container app in pod %s/%s (%s) on %s", reason, o.ns, o.name, o.uid, node),
+		Source:              corev1.EventSource{Component: "kubelet", Host: node},
+		FirstTimestamp:      metav1.NewTime(first.Truncate(time.Second)),
+		Type:                etype,
+		ReportingController: "kubelet",
+		ReportingInstance:   node,
+	}}
+	e.fields = map[string]string{
+		"metadata.name": e.ev.Name, "metadata.namespace": o.ns,
+		"involvedObject.kind": o.kind, "involvedObject.namespace": o.ns, "involvedObject.name": o.name,
+		"involvedObject.uid": o.uid, "involvedObject.apiVersion": "v1", "involvedObject.resourceVersion": o.rv,
+		"involvedObject.fieldPath": e.ev.InvolvedObject.FieldPath,
+		"reason":                   reason, "source": "kubelet", "type": etype,
+		"reportingComponent": "kubelet", "reportingInstance": node,
+	}
+	if g.rng.Float64() < g.cfg.RelatedFraction {
+		e.ev.Related = &corev1.ObjectReference{Kind: "Node", Name: node, APIVersion: "v1"}
+		e.fields["related.kind"], e.fields["related.name"], e.fields["related.apiVersion"] = "Node", node, "v1"
+	}
+	n := 1
+	if g.rng.Float64() < g.cfg.SeriesFraction {
+		n = 2 + g.rng.IntN(2*g.cfg.SeriesStates-3)
+	}
+	t := first
+	for s := range n {
+		if s > 0 {
+			t = t.Add(time.Duration(10+g.rng.IntN(300)) * time.Second)
 		}
-		etype := "Normal"
-		if reason == "BackOff" || reason == "Unhealthy" || reason == "FailedMount" || reason == "FailedScheduling" {
-			etype = "Warning"
+		if t.After(g.now) || g.created == g.cfg.Events {
+			break
 		}
-		node := nodes[rng.IntN(len(nodes))]
-		first := start.Add(time.Duration(rng.Int64N(int64(cfg.Span - time.Minute))))
-		n := 1
-		if rng.Float64() < cfg.SeriesFraction {
-			n = 2 + rng.IntN(2*cfg.SeriesStates-3)
-		}
-		n = min(n, cfg.Events-len(states))
-		ev := corev1.Event{
-			ObjectMeta: metav1.ObjectMeta{
-				Name:              fmt.Sprintf("%s.%016x", o.name, rng.Uint64()),
-				Namespace:         o.ns,
-				UID:               types.UID(uid()),
-				CreationTimestamp: metav1.NewTime(first.Truncate(time.Second)),
-			},
-			InvolvedObject: corev1.ObjectReference{
-				Kind: o.kind, Namespace: o.ns, Name: o.name, UID: types.UID(o.uid),
-				APIVersion: "v1", ResourceVersion: o.rv, FieldPath: "spec.containers{app}",
-			},
-			Reason:              reason,
-			Message:             fmt.Sprintf("%s: container app in pod %s/%s (%s) on %s", reason, o.ns, o.name, o.uid, node),
-			Source:              corev1.EventSource{Component: "kubelet", Host: node},
-			FirstTimestamp:      metav1.NewTime(first.Truncate(time.Second)),
-			Type:                etype,
-			ReportingController: "kubelet",
-			ReportingInstance:   node,
-		}
-		var related string
-		if rng.Float64() < cfg.RelatedFraction {
-			related = node
-			ev.Related = &corev1.ObjectReference{Kind: "Node", Name: node, APIVersion: "v1"}
-		}
-		t := first
-		for s := range n {
-			if s > 0 {
-				t = t.Add(time.Duration(10+rng.IntN(300)) * time.Second)
-				if t.After(now) {
-					break
+		heap.Push(&g.pending, state{t: t, ev: e, count: int32(s + 1)})
+		g.created++
+	}
+	g.distinct++
+	if p := [2]string{o.name, reason}; !g.pairSeen[p] && len(g.pairs) < 10000 {
+		g.pairSeen[p] = true
+		g.pairs = append(g.pairs, p)
+	}
+}
+
+// next appends up to n records to dst, oldest first; none once every
+// event is out.
+func (g *generator) next(dst []archive.Record, n int) ([]archive.Record, error) {
+	for len(dst) < n {
+		if g.pending.Len() == 0 || !g.pending[0].t.Before(g.hourEnd) {
+			if g.created == g.cfg.Events || g.hourEnd.After(g.now) {
+				if g.pending.Len() == 0 {
+					return dst, nil
 				}
+			} else {
+				g.startHour()
+				continue
 			}
-			rv++
-			ev.Count = int32(s + 1)
-			ev.LastTimestamp = metav1.NewTime(t.Truncate(time.Second))
-			ev.ResourceVersion = strconv.Itoa(rv)
-			obj, err := ev.Marshal()
-			if err != nil {
-				return nil, err
-			}
-			f := map[string]string{
-				"metadata.name": ev.Name, "metadata.namespace": ev.Namespace,
-				"involvedObject.kind": o.kind, "involvedObject.namespace": o.ns, "involvedObject.name": o.name,
-				"involvedObject.uid": o.uid, "involvedObject.apiVersion": "v1", "involvedObject.resourceVersion": o.rv,
-				"involvedObject.fieldPath": ev.InvolvedObject.FieldPath,
-				"reason":                   reason, "source": "kubelet", "type": etype,
-				"reportingComponent": "kubelet", "reportingInstance": node,
-			}
-			if related != "" {
-				f["related.kind"], f["related.name"], f["related.apiVersion"] = "Node", related, "v1"
-			}
-			states = append(states, archive.Record{
-				UID: string(ev.UID), Namespace: ev.Namespace, Name: ev.Name, ResourceVersion: ev.ResourceVersion,
-				Time: ev.LastTimestamp.Time, Fields: f, Object: obj,
-			})
 		}
-		if p := [2]string{o.name, reason}; !pairSeen[p] && len(d.pairs) < 10000 {
-			pairSeen[p] = true
-			d.pairs = append(d.pairs, p)
+		s := heap.Pop(&g.pending).(state)
+		g.rv++
+		ev := &s.ev.ev
+		ev.Count = s.count
+		ev.LastTimestamp = metav1.NewTime(s.t.Truncate(time.Second))
+		ev.ResourceVersion = strconv.Itoa(100000000 + g.rv)
+		obj, err := ev.Marshal()
+		if err != nil {
+			return dst, err
 		}
+		dst = append(dst, archive.Record{
+			UID: string(ev.UID), Namespace: ev.Namespace, Name: ev.Name, ResourceVersion: ev.ResourceVersion,
+			Time: ev.LastTimestamp.Time, Fields: s.ev.fields, Object: obj,
+		})
 	}
-	// The archiver appends states as they happen: by time.
-	slices.SortStableFunc(states, func(a, b archive.Record) int { return a.Time.Compare(b.Time) })
-	d.records = states
-	return d, nil
+	return dst, nil
 }
 
 // Run generates the data set, appends it to a, and measures.
@@ -245,38 +308,48 @@ func Run(ctx context.Context, a archive.Archive, cfg Config) (Result, error) {
 			fmt.Fprintf(cfg.Log, format+"\n", args...)
 		}
 	}
-	logf("generating %d events over %s (%d objects, %d reasons)", cfg.Events, cfg.Span, cfg.Objects, cfg.Reasons)
-	d, err := generate(cfg, now)
-	if err != nil {
-		return Result{}, err
-	}
-	res := Result{Events: len(d.records)}
-	distinct := map[string]bool{}
-	for _, r := range d.records {
-		distinct[r.UID] = true
-	}
-	res.DistinctEvents = len(distinct)
-
-	logf("appending in batches of %d", cfg.Batch)
+	logf("appending %d events over %s (%d objects, %d reasons) in batches of %d", cfg.Events, cfg.Span, cfg.Objects, cfg.Reasons, cfg.Batch)
+	g := newGenerator(cfg, now)
+	var res Result
+	var batch []archive.Record
+	var appendTime time.Duration
 	began := time.Now()
-	for i := 0; i < len(d.records); i += cfg.Batch {
-		batch := d.records[i:min(i+cfg.Batch, len(d.records))]
-		if err := a.Append(ctx, batch); err != nil {
-			return res, fmt.Errorf("append at %d: %w", i, err)
+	for {
+		var err error
+		if batch, err = g.next(batch[:0], cfg.Batch); err != nil {
+			return res, err
 		}
-		if i > 0 && i%(100*cfg.Batch) == 0 {
-			logf("  %d appended, %.0f/s", i, float64(i)/time.Since(began).Seconds())
+		if len(batch) == 0 {
+			break
+		}
+		// The generator's time is not the engine's.
+		t := time.Now()
+		if err := a.Append(ctx, batch); err != nil {
+			return res, fmt.Errorf("append at %d: %w", res.Events, err)
+		}
+		appendTime += time.Since(t)
+		res.Events += len(batch)
+		if res.Events%(100*cfg.Batch) == 0 {
+			logf("  %d appended, %.0f/s appending, %.0f/s with generating", res.Events, float64(res.Events)/appendTime.Seconds(), float64(res.Events)/time.Since(began).Seconds())
 		}
 	}
-	res.Ingest = time.Since(began)
-	res.EventsPerSecond = float64(len(d.records)) / res.Ingest.Seconds()
+	res.DistinctEvents = g.distinct
+	res.Ingest = appendTime
+	res.EventsPerSecond = float64(res.Events) / res.Ingest.Seconds()
 	began = time.Now()
 	if err := a.Sync(ctx); err != nil {
 		return res, err
 	}
 	res.Sync = time.Since(began)
-	logf("ingest: %d events in %s (%.0f/s), sync %s", len(d.records), res.Ingest.Round(time.Millisecond), res.EventsPerSecond, res.Sync.Round(time.Millisecond))
-	d.records = nil
+	logf("ingest: %d events (%d distinct) in %s of appends (%.0f/s), sync %s", res.Events, res.DistinctEvents, res.Ingest.Round(time.Millisecond), res.EventsPerSecond, res.Sync.Round(time.Millisecond))
+	d := struct {
+		objects []string
+		pairs   [][2]string
+		related []string
+	}{pairs: g.pairs, related: g.nodes}
+	for _, o := range g.objects {
+		d.objects = append(d.objects, o.name)
+	}
 
 	rng := rand.New(rand.NewPCG(cfg.Seed+1, cfg.Seed))
 	since := now.Add(-cfg.Span)

@@ -29,16 +29,27 @@ import (
 
 var (
 	full    = flag.Bool("history.full", false, "run TestHistory, the full benchmark (make bench-history)")
-	events  = flag.Int("history.events", 1_000_000, "archived events (states) of TestHistory")
+	events  = flag.Int("history.events", 10_000_000, "archived events (states) of TestHistory")
 	objects = flag.Int("history.objects", 100_000, "distinct regarding objects of TestHistory")
 	dir     = flag.String("history.dir", "", "the embedded archive's directory (default: a temporary one)")
 )
 
-// The goals of issue 25 on a 2-core machine.
-const (
-	goalEventsPerSecond = 10_000
-	goalP99             = 100 * time.Millisecond
-	goalBytesPerEvent   = 150
+// bounds are what a run is held to.
+type bounds struct {
+	eventsPerSecond float64
+	p99             time.Duration
+	bytesPerEvent   float64
+}
+
+// goals are issue 25's, on a 2-core machine, for the full run. The smoke's
+// data set is too small for the goal on disk (the engine compresses a
+// block per namespace and day: 196 bytes per event at 200,000 events, 180
+// at 1,000,000), and CI shares its cores: it is held to twice the time
+// bounds, to catch a change that breaks the shape rather than one that
+// moves the numbers.
+var (
+	goals       = bounds{eventsPerSecond: 10_000, p99: 100 * time.Millisecond, bytesPerEvent: 150}
+	smokeBounds = bounds{eventsPerSecond: 5_000, p99: 200 * time.Millisecond, bytesPerEvent: 220}
 )
 
 // config is a month of events shaped as issue 25 asks: a few hundred
@@ -82,29 +93,33 @@ func run(t *testing.T, cfg Config, dir string) Result {
 	return res
 }
 
-func check(t *testing.T, res Result) {
-	if res.EventsPerSecond < goalEventsPerSecond {
-		t.Errorf("ingest %.0f events/s, goal %d", res.EventsPerSecond, goalEventsPerSecond)
+func check(t *testing.T, res Result, b bounds) {
+	if res.EventsPerSecond < b.eventsPerSecond {
+		t.Errorf("ingest %.0f events/s, bound %.0f", res.EventsPerSecond, b.eventsPerSecond)
 	}
-	if res.BytesPerEvent > goalBytesPerEvent {
-		t.Errorf("%.1f bytes per event on disk, goal %d", res.BytesPerEvent, goalBytesPerEvent)
+	if res.BytesPerEvent > b.bytesPerEvent {
+		t.Errorf("%.1f bytes per event on disk, bound %.0f", res.BytesPerEvent, b.bytesPerEvent)
 	}
 	for _, l := range res.Queries {
-		if l.P99 > goalP99 {
-			t.Errorf("%s: p99 %s, goal %s", l.Name, l.P99, goalP99)
+		if l.P99 > b.p99 {
+			t.Errorf("%s: p99 %s, bound %s", l.Name, l.P99, b.p99)
+		}
+		if l.Records == 0 {
+			t.Errorf("%s: no records", l.Name)
 		}
 	}
 }
 
 // TestSmoke runs the benchmark on 200,000 events (10,000 objects) in
-// under a minute, as CI does, and holds it to the goals.
+// under a minute, as CI does (go test ./test/...), and holds it to
+// smokeBounds.
 func TestSmoke(t *testing.T) {
 	if *full {
 		t.Skip("-history.full runs TestHistory")
 	}
 	cfg := config(t, 200_000, 10_000)
 	cfg.Queries = 30
-	check(t, run(t, cfg, t.TempDir()))
+	check(t, run(t, cfg, t.TempDir()), smokeBounds)
 }
 
 // TestHistory is the full benchmark (make bench-history): -history.events
@@ -117,7 +132,7 @@ func TestHistory(t *testing.T) {
 	if d == "" {
 		d = t.TempDir()
 	}
-	check(t, run(t, config(t, *events, *objects), d))
+	check(t, run(t, config(t, *events, *objects), d), goals)
 }
 
 type testWriter struct{ t *testing.T }

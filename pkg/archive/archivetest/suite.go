@@ -335,7 +335,7 @@ func testPages(t *testing.T, e Engine) {
 			if diff := cmp.Diff(uids(want), uids(got)); diff != "" {
 				t.Errorf("%v, limit %d: pages differ from one page (-want +got):\n%s", terms, limit, diff)
 			}
-			if min := (len(want) + limit - 1) / limit; pages < min || pages > min+1 {
+			if least := (len(want) + limit - 1) / limit; pages < least || pages > least+1 {
 				t.Errorf("%v, limit %d: %d pages for %d records", terms, limit, pages, len(want))
 			}
 		}

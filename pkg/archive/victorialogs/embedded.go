@@ -122,8 +122,8 @@ func recoverPanic(err *error, what string) {
 	}
 }
 
-// Append stores records and makes them visible to Query; they are on disk
-// once Sync returns.
+// Append hands records to the engine, which makes them visible to Query
+// within a second or so; Sync makes them visible and durable.
 func (e *Embedded) Append(ctx context.Context, records []archive.Record) (err error) {
 	if len(records) == 0 {
 		return nil
@@ -158,20 +158,28 @@ func (e *Embedded) Append(ctx context.Context, records []archive.Record) (err er
 		}
 	}
 	e.storage.MustAddRows(lr)
-	e.storage.DebugFlush()
 	e.mu.Lock()
 	e.lastAppend = time.Now()
 	e.mu.Unlock()
 	return nil
 }
 
-// Sync returns once the records appended before it are on disk. The
-// library has no call for that: it writes what it holds in memory when it
-// is FlushInterval old, on a ticker of FlushInterval, so Sync waits that
-// bound (twice FlushInterval and a second) from the last Append.
-func (e *Embedded) Sync(ctx context.Context) error {
+// Sync makes the records appended before it visible to Query at once and
+// returns once they are on disk. The library has no call for the latter: it
+// writes what it holds in memory when it is FlushInterval old, on a ticker
+// of FlushInterval, so Sync waits that bound (twice FlushInterval and a
+// second) from the moment the last Append's rows left the library's
+// buffer.
+func (e *Embedded) Sync(ctx context.Context) (err error) {
+	defer recoverPanic(&err, "flushing the archive")
+	// Visible now: the engine's buffers become searchable parts.
+	e.storage.DebugFlush()
+	// Appended rows wait in a buffer for a second at most, or until the
+	// flush above, then in memory until the ticker after their
+	// FlushInterval.
 	e.mu.Lock()
-	durable := e.lastAppend.Add(2*e.cfg.FlushInterval + time.Second)
+	buffered := minTime(e.lastAppend.Add(time.Second), time.Now())
+	durable := buffered.Add(2*e.cfg.FlushInterval + time.Second)
 	e.mu.Unlock()
 	wait := time.Until(durable)
 	if wait <= 0 {

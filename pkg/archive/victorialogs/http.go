@@ -193,7 +193,8 @@ func (h *HTTP) Append(ctx context.Context, records []archive.Record) error {
 // Sync asks the service to flush what it buffers (/internal/force_flush:
 // a vlinsert sends its buffers to the storage nodes), waits until the
 // last record appended is visible, and then for the storage nodes'
-// flush to disk (twice FlushInterval and a second from the append). A
+// flush to disk (twice FlushInterval and a second from the moment the
+// rows left the buffers). A
 // cluster's vlinsert keeps in memory what it cannot deliver to a storage
 // node, until it can: Sync cannot see that.
 func (h *HTTP) Sync(ctx context.Context) error {
@@ -226,7 +227,12 @@ func (h *HTTP) Sync(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("waiting for the archive service to show record %s@%s: %w", last.UID, last.ResourceVersion, err)
 	}
-	t := time.NewTimer(time.Until(at.Add(2*h.cfg.FlushInterval + time.Second)))
+	// A storage node buffers rows for a second before they are a part in
+	// memory (a vlinsert as long again before it sends them, unless the
+	// flush above sent them), and writes a part at the ticker after its
+	// FlushInterval.
+	buffered := minTime(at.Add(2*time.Second), time.Now().Add(time.Second))
+	t := time.NewTimer(time.Until(buffered.Add(2*h.cfg.FlushInterval + time.Second)))
 	defer t.Stop()
 	select {
 	case <-t.C:

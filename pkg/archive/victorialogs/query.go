@@ -49,6 +49,9 @@ const (
 	// read and dropped.
 	minBatch = 100
 	maxBatch = 5000
+	// maxPage bounds the records of a page (the last query names each),
+	// whatever the limit; Page.Next continues.
+	maxPage = 1000
 )
 
 // window is a query's time window after defaults and retention: [since, until).
@@ -127,6 +130,7 @@ func queryPage(ctx context.Context, r runner, q archive.Query, retention time.Du
 		return archive.Page{}, err
 	}
 	w := queryWindow(&q, retention, now)
+	q.Limit = min(q.Limit, maxPage)
 	batch := min(max(2*q.Limit, minBatch), maxBatch)
 
 	var page []candidate

@@ -265,6 +265,19 @@ func TestOverlaysBuildAndPassServerDryRun(t *testing.T) {
 				expectBundledEtcdCertManager(t, objs, "events-etcd-ca")
 				expectCertManager(t, objs)
 				expectVersionPriority(t, objs, 20)
+				expectArchiveSingleNode(t, objs)
+			},
+		},
+		{
+			name: "victorialogs-cluster: the archive on a VictoriaLogs cluster",
+			dir:  artifactsDir("overlays", "victorialogs-cluster"),
+			check: func(t *testing.T, objs objects, _ string) {
+				expectBundledEtcd(t, objs)
+				expectCertManager(t, objs)
+				expectArchiveCluster(t, objs, 2)
+				if objs.find("StatefulSet", "apps", "events-victorialogs") != nil {
+					t.Error("the cluster overlay keeps the single node")
+				}
 			},
 		},
 		{
@@ -1011,5 +1024,111 @@ func expectScriptEtcdCerts(t *testing.T, objs objects, dir string) {
 	client := leaf("events-apiserver-etcd-client")
 	if _, err := client.Verify(x509.VerifyOptions{Roots: roots, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}); err != nil {
 		t.Errorf("the server's etcd client certificate does not verify: %v", err)
+	}
+}
+
+// The archive's address, the same for the single node and a cluster.
+const archiveService = "events-victorialogs"
+
+// expectArchiveService checks the archive's Service: port 9428 to the pods
+// of spec, which run victoria-logs hardened and with probes.
+func expectArchiveService(t *testing.T, objs objects, spec corev1.PodTemplateSpec) corev1.Container {
+	t.Helper()
+	svcObj := objs.find("Service", "", archiveService)
+	if svcObj == nil {
+		t.Fatal("no archive Service " + archiveService)
+	}
+	svc := typed[corev1.Service](t, svcObj)
+	if len(svc.Spec.Ports) != 1 || svc.Spec.Ports[0].Port != 9428 || svc.Spec.Ports[0].TargetPort.String() != "http" {
+		t.Errorf("archive Service ports = %+v, want 9428 -> http", svc.Spec.Ports)
+	}
+	for k, v := range svc.Spec.Selector {
+		if spec.Labels[k] != v {
+			t.Errorf("archive Service selects %s=%s, which the archive's pods lack", k, v)
+		}
+	}
+	if len(spec.Spec.Containers) != 1 {
+		t.Fatalf("archive pods have %d containers, want 1", len(spec.Spec.Containers))
+	}
+	ctr := spec.Spec.Containers[0]
+	expectHardened(t, "victoria-logs", ctr)
+	if ctr.LivenessProbe == nil || ctr.ReadinessProbe == nil {
+		t.Error("victoria-logs lacks liveness or readiness probe")
+	}
+	if objs.find("NetworkPolicy", "networking.k8s.io", archiveService) == nil {
+		t.Error("no NetworkPolicy for the archive")
+	}
+	return ctr
+}
+
+// expectArchiveStorage checks a StatefulSet that keeps archive data: a
+// volume claim mounted as its data path, and the 30 days of retention the
+// server queries.
+func expectArchiveStorage(t *testing.T, sts *appsv1.StatefulSet) {
+	t.Helper()
+	ctr := sts.Spec.Template.Spec.Containers[0]
+	for _, arg := range []string{"-storageDataPath=/victoria-logs-data", "-retentionPeriod=30d"} {
+		if !slices.Contains(ctr.Args, arg) {
+			t.Errorf("%s args %q lack %q", sts.Name, ctr.Args, arg)
+		}
+	}
+	if len(sts.Spec.VolumeClaimTemplates) != 1 || len(ctr.VolumeMounts) != 1 ||
+		ctr.VolumeMounts[0].Name != sts.Spec.VolumeClaimTemplates[0].Name || ctr.VolumeMounts[0].MountPath != "/victoria-logs-data" {
+		t.Errorf("%s: claims %d, mounts %+v; want its claim at /victoria-logs-data", sts.Name, len(sts.Spec.VolumeClaimTemplates), ctr.VolumeMounts)
+	}
+	if sts.Spec.ServiceName == "" {
+		t.Errorf("%s has no governing Service", sts.Name)
+	}
+}
+
+func expectArchiveSingleNode(t *testing.T, objs objects) {
+	t.Helper()
+	stsObj := objs.find("StatefulSet", "apps", archiveService)
+	if stsObj == nil {
+		t.Fatal("no archive StatefulSet " + archiveService)
+	}
+	sts := typed[appsv1.StatefulSet](t, stsObj)
+	if sts.Spec.Replicas == nil || *sts.Spec.Replicas != 1 {
+		t.Errorf("archive StatefulSet replicas = %v, want 1 (a single node)", sts.Spec.Replicas)
+	}
+	expectArchiveService(t, objs, sts.Spec.Template)
+	expectArchiveStorage(t, sts)
+}
+
+func expectArchiveCluster(t *testing.T, objs objects, nodes int) {
+	t.Helper()
+	stsObj := objs.find("StatefulSet", "apps", "events-vlstorage")
+	if stsObj == nil {
+		t.Fatal("no archive storage StatefulSet events-vlstorage")
+	}
+	sts := typed[appsv1.StatefulSet](t, stsObj)
+	if sts.Spec.Replicas == nil || int(*sts.Spec.Replicas) != nodes {
+		t.Errorf("events-vlstorage replicas = %v, want %d", sts.Spec.Replicas, nodes)
+	}
+	expectArchiveStorage(t, sts)
+	if objs.find("NetworkPolicy", "networking.k8s.io", "events-vlstorage") == nil {
+		t.Error("no NetworkPolicy for the storage nodes")
+	}
+	depObj := objs.find("Deployment", "apps", archiveService)
+	if depObj == nil {
+		t.Fatal("no archive front Deployment " + archiveService)
+	}
+	dep := typed[appsv1.Deployment](t, depObj)
+	ctr := expectArchiveService(t, objs, dep.Spec.Template)
+	// The front lists every storage node by its stable name, and serves
+	// both appends and queries (the server has one address).
+	var want []string
+	for i := range nodes {
+		want = append(want, fmt.Sprintf("events-vlstorage-%d.%s.%s.svc:9428", i, sts.Spec.ServiceName, namespace))
+	}
+	if arg := "-storageNode=" + strings.Join(want, ","); !slices.Contains(ctr.Args, arg) {
+		t.Errorf("front args %q lack %q", ctr.Args, arg)
+	}
+	for _, arg := range []string{"-insert.disable", "-select.disable", "-search.allowPartialResponse"} {
+		for _, a := range ctr.Args {
+			if strings.HasPrefix(a, arg) {
+				t.Errorf("front args %q hold %q", ctr.Args, a)
+			}
+		}
 	}
 }
