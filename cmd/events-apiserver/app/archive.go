@@ -54,10 +54,13 @@ type ArchiveOptions struct {
 	Dir string
 	// Retention is how long archived events are kept.
 	Retention time.Duration
+	// ServiceFlushInterval is the service's -inmemoryDataFlushInterval,
+	// which the archiver waits out before it checkpoints.
+	ServiceFlushInterval time.Duration
 }
 
 func newArchiveOptions() ArchiveOptions {
-	return ArchiveOptions{Retention: victorialogs.DefaultRetention}
+	return ArchiveOptions{Retention: victorialogs.DefaultRetention, ServiceFlushInterval: victorialogs.DefaultServiceFlushInterval}
 }
 
 func (a *ArchiveOptions) addFlags(fs *pflag.FlagSet) {
@@ -69,6 +72,8 @@ func (a *ArchiveOptions) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&a.Dir, "archive-dir", a.Dir, "Directory of the embedded archive; <data-dir>/archive, beside the embedded etcd's data, when empty.")
 	fs.DurationVar(&a.Retention, "archive-retention", a.Retention, "How long archived events stay searchable, by their last observation; at least 24h. "+
 		"With --archive=url it must match the service's -retentionPeriod.")
+	fs.DurationVar(&a.ServiceFlushInterval, "archive-service-flush-interval", a.ServiceFlushInterval, "The -inmemoryDataFlushInterval of the VictoriaLogs service of --archive=url: "+
+		"how long the archiver waits for what it appended to be on disk before it moves its checkpoint.")
 }
 
 // complete resolves the mode and the directory.
@@ -99,6 +104,9 @@ func (a *ArchiveOptions) validate() []error {
 	default:
 		errs = append(errs, fmt.Errorf("--archive must be embedded, url or none, got %q", a.Mode))
 	}
+	if a.ServiceFlushInterval <= 0 {
+		errs = append(errs, fmt.Errorf("--archive-service-flush-interval must be positive, got %v", a.ServiceFlushInterval))
+	}
 	if a.Mode != ArchiveNone && a.Mode != "" && a.Retention < 24*time.Hour {
 		errs = append(errs, fmt.Errorf("--archive-retention must be at least 24h, got %v", a.Retention))
 	}
@@ -115,7 +123,8 @@ func (a *ArchiveOptions) open(ctx context.Context) (archive.Archive, error) {
 		}
 		return e, nil
 	case ArchiveURL:
-		h, err := victorialogs.NewHTTP(victorialogs.HTTPConfig{URL: a.URL, SelectURL: a.SelectURL, Retention: a.Retention})
+		h, err := victorialogs.NewHTTP(victorialogs.HTTPConfig{URL: a.URL, SelectURL: a.SelectURL,
+			Retention: a.Retention, FlushInterval: a.ServiceFlushInterval})
 		if err != nil {
 			return nil, err
 		}

@@ -32,8 +32,13 @@ package history
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -46,16 +51,70 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/kube-events/events-apiserver/test/freeport"
 	"github.com/kube-events/events-apiserver/test/integration/framework"
 )
 
-// historyServer starts a server with the embedded archive on an etcd of
-// its own, its events living ttl.
-func historyServer(t *testing.T, ttl time.Duration, args ...string) (*framework.Server, *framework.Etcd) {
+// engines are the archives the tests run on: the embedded engine, and a
+// victoria-logs service when VICTORIALOGS_ASSETS names its directory
+// (hack/victorialogs-assets.sh).
+var engines = []string{"embedded", "service"}
+
+// archiveArgs are the server flags of engine; the service is started for
+// the test.
+func archiveArgs(t *testing.T, engine string) []string {
 	t.Helper()
+	if engine == "embedded" {
+		return []string{"--archive=embedded"}
+	}
+	dir := os.Getenv("VICTORIALOGS_ASSETS")
+	if dir == "" {
+		t.Skip("VICTORIALOGS_ASSETS is not set: export VICTORIALOGS_ASSETS=$(hack/victorialogs-assets.sh)")
+	}
+	addr := fmt.Sprintf("127.0.0.1:%d", freeport.Port(t))
+	logPath := filepath.Join(t.TempDir(), "victoria-logs.log")
+	out, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(filepath.Join(dir, "victoria-logs"), "-httpListenAddr="+addr, "-loggerLevel=WARN",
+		"-storageDataPath="+t.TempDir(), "-retentionPeriod=30d", "-inmemoryDataFlushInterval=1s")
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		_ = cmd.Wait()
+		_ = out.Close()
+		if t.Failed() {
+			data, _ := os.ReadFile(logPath)
+			t.Logf("victoria-logs:\n%s", data)
+		}
+	})
+	url := "http://" + addr
+	err = wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		resp, err := http.Get(url + "/health")
+		if err != nil {
+			return false, nil
+		}
+		_ = resp.Body.Close()
+		return resp.StatusCode == http.StatusOK, nil
+	})
+	if err != nil {
+		t.Fatalf("victoria-logs on %s not healthy: %v", addr, err)
+	}
+	return []string{"--archive=url", "--archive-url=" + url, "--archive-service-flush-interval=1s"}
+}
+
+// historyServer starts a server with engine's archive on an etcd of its
+// own, its events living ttl.
+func historyServer(t *testing.T, engine string, ttl time.Duration, args ...string) (*framework.Server, *framework.Etcd) {
+	t.Helper()
+	archive := archiveArgs(t, engine)
 	etcd := framework.StartEtcd(t)
 	s := framework.StartServer(t, framework.WithEtcd(etcd), framework.WithEventTTL(ttl),
-		framework.WithServerArgs(append([]string{"--archive=embedded"}, args...)...))
+		framework.WithServerArgs(append(archive, args...)...))
 	return s, etcd
 }
 

@@ -184,8 +184,14 @@ func objectName(o *runtime.Object) string {
 // the same objects, newest first; then checks kubectl, pages and refusals
 // on the same server.
 func TestHistory(t *testing.T) {
+	for _, engine := range engines {
+		t.Run(engine, func(t *testing.T) { testHistory(t, engine) })
+	}
+}
+
+func testHistory(t *testing.T, engine string) {
 	const ttl = 8 * time.Second
-	s, _ := historyServer(t, ttl)
+	s, _ := historyServer(t, engine, ttl)
 	ctx := ctxFor(t)
 	namespace := namespaceFor(t)
 	c := clientset(t, s.RestConfig, runtime.ContentTypeJSON)
