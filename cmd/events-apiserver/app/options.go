@@ -98,7 +98,7 @@ type Options struct {
 	embeddedEtcd bool
 	// archive is the archive Run opened; nil for none.
 	archive archive.Archive
-	ready        chan struct{}
+	ready   chan struct{}
 }
 
 // NewOptions returns the default options.

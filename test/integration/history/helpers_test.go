@@ -14,7 +14,6 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-
 // Package history runs the real events-apiserver with its archive (the
 // embedded VictoriaLogs engine, and a victoria-logs service when
 // VICTORIALOGS_ASSETS names one) and checks the history through the API
