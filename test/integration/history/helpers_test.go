@@ -36,6 +36,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -173,10 +174,11 @@ var fixtures = []fixture{
 }
 
 // create writes the fixtures into namespace, each observed at base plus
-// its index in seconds (plus offset), and returns their UIDs by name.
-func create(ctx context.Context, t testing.TB, c kubernetes.Interface, namespace string, events []fixture, offset time.Duration) map[string]types.UID {
+// its index in seconds (plus offset), and returns the resourceVersion of
+// the last.
+func create(ctx context.Context, t testing.TB, c kubernetes.Interface, namespace string, events []fixture, offset time.Duration) int64 {
 	t.Helper()
-	uids := map[string]types.UID{}
+	var last int64
 	for i, f := range events {
 		at := base.Add(offset + time.Duration(i)*time.Second)
 		// The nodes too: the validation of events about cluster-scoped
@@ -194,7 +196,7 @@ func create(ctx context.Context, t testing.TB, c kubernetes.Interface, namespace
 			if err != nil {
 				t.Fatalf("creating %s: %v", f.name, err)
 			}
-			uids[f.name] = created.UID
+			last = max(last, revision(t, created.ResourceVersion))
 			continue
 		}
 		e := &eventsv1.Event{
@@ -209,9 +211,18 @@ func create(ctx context.Context, t testing.TB, c kubernetes.Interface, namespace
 		if err != nil {
 			t.Fatalf("creating %s: %v", f.name, err)
 		}
-		uids[f.name] = created.UID
+		last = max(last, revision(t, created.ResourceVersion))
 	}
-	return uids
+	return last
+}
+
+func revision(t testing.TB, resourceVersion string) int64 {
+	t.Helper()
+	rv, err := strconv.ParseInt(resourceVersion, 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rv
 }
 
 // waitExpired waits until namespace has no live event left.

@@ -18,12 +18,14 @@ limitations under the License.
 package history
 
 import (
+	"context"
 	"encoding/json"
 	"testing"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/kube-events/events-apiserver/pkg/archive/archiver"
 	"github.com/kube-events/events-apiserver/test/integration/framework"
@@ -46,34 +48,12 @@ func testArchiverResumes(t *testing.T, engine string) {
 	ctx := ctxFor(t)
 	namespace := namespaceFor(t)
 	c := clientset(t, s.RestConfig, runtime.ContentTypeProtobuf)
-	create(ctx, t, c, namespace, fixtures[:3], 0)
-	waitHistory(ctx, t, c, namespace, 3, 30*time.Second)
-
-	checkpoint := func() archiver.Checkpoint {
-		t.Helper()
-		resp, err := etcd.Client.Get(ctx, "/registry"+archiver.CheckpointKey)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(resp.Kvs) != 1 {
-			t.Fatalf("no archive checkpoint in etcd")
-		}
-		var cp archiver.Checkpoint
-		if err := json.Unmarshal(resp.Kvs[0].Value, &cp); err != nil {
-			t.Fatal(err)
-		}
-		return cp
-	}
-	var before archiver.Checkpoint
-	if err := waitPoll(ctx, 30*time.Second, func() bool {
-		before = checkpoint()
-		return before.Revision > 0
-	}); err != nil {
-		t.Fatalf("checkpoint %+v never moved", before)
-	}
+	last := create(ctx, t, c, namespace, fixtures[:3], 0)
+	waitCheckpoint(ctx, t, etcd, last)
 	if err := s.Stop(); err != nil {
 		t.Fatal(err)
 	}
+	before := checkpoint(ctx, t, etcd)
 
 	// Another replica, without an archive and outside the election, writes
 	// while the archiver is down; its events expire before it is back.
@@ -85,7 +65,7 @@ func testArchiverResumes(t *testing.T, engine string) {
 	if err := other.Stop(); err != nil {
 		t.Fatal(err)
 	}
-	if after := checkpoint(); after.Revision != before.Revision {
+	if after := checkpoint(ctx, t, etcd); after.Revision != before.Revision {
 		t.Fatalf("checkpoint moved from %d to %d while the archiver was down", before.Revision, after.Revision)
 	}
 
@@ -106,7 +86,88 @@ func testArchiverResumes(t *testing.T, engine string) {
 			t.Errorf("%s is %d times in the history, want once; history: %v", f.name, seen[f.name], seen)
 		}
 	}
-	if err := waitPoll(ctx, 30*time.Second, func() bool { return checkpoint().Revision > before.Revision }); err != nil {
-		t.Errorf("checkpoint did not move past %d after the restart", before.Revision)
+	waitCheckpoint(ctx, t, etcd, before.Revision+1)
+}
+
+// checkpoint reads the archive's checkpoint from etcd.
+func checkpoint(ctx context.Context, t testing.TB, etcd *framework.Etcd) archiver.Checkpoint {
+	t.Helper()
+	resp, err := etcd.Client.Get(ctx, "/registry"+archiver.CheckpointKey)
+	if err != nil {
+		t.Fatal(err)
 	}
+	if len(resp.Kvs) != 1 {
+		return archiver.Checkpoint{}
+	}
+	var cp archiver.Checkpoint
+	if err := json.Unmarshal(resp.Kvs[0].Value, &cp); err != nil {
+		t.Fatal(err)
+	}
+	return cp
+}
+
+// waitCheckpoint waits until the checkpoint is at or past revision: every
+// state written up to it is durably archived.
+func waitCheckpoint(ctx context.Context, t testing.TB, etcd *framework.Etcd, revision int64) archiver.Checkpoint {
+	t.Helper()
+	var cp archiver.Checkpoint
+	if err := waitPoll(ctx, 30*time.Second, func() bool {
+		cp = checkpoint(ctx, t, etcd)
+		return cp.Revision >= revision
+	}); err != nil {
+		t.Fatalf("archive checkpoint at %d, not past %d within 30s", cp.Revision, revision)
+	}
+	return cp
+}
+
+// TestArchiverRelistsAfterCompaction stops the archiving server, has
+// another replica write events, compacts etcd past the archive's
+// checkpoint (as a kube-apiserver sharing the etcd would), and checks
+// that the restarted archiver archives every live event again.
+func TestArchiverRelistsAfterCompaction(t *testing.T) {
+	const ttl = time.Hour
+	s, etcd := historyServer(t, "embedded", ttl)
+	ctx := ctxFor(t)
+	namespace := namespaceFor(t)
+	c := clientset(t, s.RestConfig, runtime.ContentTypeJSON)
+	waitCheckpoint(ctx, t, etcd, create(ctx, t, c, namespace, fixtures[:2], 0))
+	relistsBefore := metric(ctx, t, c, "events_apiserver_archive_relists_total")
+	if err := s.Stop(); err != nil {
+		t.Fatal(err)
+	}
+
+	other := framework.StartServer(t, framework.WithEtcd(etcd), framework.WithEventTTL(ttl),
+		framework.WithServerArgs("--archive=none", "--leader-elect=false"))
+	oc := clientset(t, other.RestConfig, runtime.ContentTypeJSON)
+	create(ctx, t, oc, namespace, fixtures[2:5], 0)
+	if err := other.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := etcd.Client.Get(ctx, "compact")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := etcd.Client.Compact(ctx, resp.Header.Revision); err != nil {
+		t.Fatal(err)
+	}
+
+	if err := s.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	// The relist checkpoints the revision it listed at, past the compaction.
+	waitCheckpoint(ctx, t, etcd, resp.Header.Revision)
+	if got := metric(ctx, t, c, "events_apiserver_archive_relists_total"); got <= relistsBefore {
+		t.Errorf("relists %v after the compaction, want more than %v", got, relistsBefore)
+	}
+	waitHistory(ctx, t, c, namespace, 5, 30*time.Second)
+}
+
+// metric reads a counter or gauge without labels from the server's /metrics.
+func metric(ctx context.Context, t *testing.T, c kubernetes.Interface, name string) float64 {
+	t.Helper()
+	body, err := c.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return framework.ParseMetrics(body)[name]
 }
