@@ -139,6 +139,13 @@ func (a *Archiver) HealthCheck() error {
 	return nil
 }
 
+// failing tells whether the last append failed.
+func (a *Archiver) failing() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return !a.failingSince.IsZero()
+}
+
 // Run archives until ctx is done: it connects, follows etcd from the
 // checkpoint, and starts over after any error, with a backoff.
 func (a *Archiver) Run(ctx context.Context) {
@@ -492,7 +499,10 @@ func (f *follower) checkpointLoop(ctx context.Context) {
 		case <-ticker.C():
 		}
 		revision := f.appended.Load()
-		if revision == f.checkpointed.Load() && f.cfg.Clock.Since(writtenAt) < heartbeatEvery {
+		// Unmoved, the checkpoint is rewritten only as a heartbeat, and
+		// not while appends fail: its age is then how long the archive has
+		// been failing, which bounds how long it holds compaction back.
+		if revision == f.checkpointed.Load() && (f.cfg.Clock.Since(writtenAt) < heartbeatEvery || f.failing()) {
 			continue
 		}
 		if err := f.checkpoint(ctx, revision); err != nil {
