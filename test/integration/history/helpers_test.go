@@ -157,7 +157,6 @@ var base = time.Now().Add(-time.Minute).Truncate(time.Second)
 type fixture struct {
 	name, kind, object, reason, eventType, action, controller, instance, related, fieldPath string
 	legacy                                                                                  bool
-	offset                                                                                  time.Duration
 }
 
 // fixtures are events whose fields differ along every selectable field,
