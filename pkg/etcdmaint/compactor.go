@@ -21,6 +21,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/etcdserverpb"
@@ -68,6 +69,19 @@ type Compactor struct {
 
 	version  int64 // compactRevKey's version last seen: the logical clock
 	revision int64 // etcd's revision one interval ago
+
+	mu           sync.Mutex
+	failingSince time.Time // zero while rounds succeed
+}
+
+// HealthCheck fails once rounds have failed for three intervals in a row.
+func (c *Compactor) HealthCheck() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.failingSince.IsZero() && c.cfg.Clock.Since(c.failingSince) > 3*c.cfg.Interval {
+		return fmt.Errorf("etcd compaction failing since %v", c.failingSince.UTC().Format(time.RFC3339))
+	}
+	return nil
 }
 
 // NewCompactor returns a Compactor for cfg.
@@ -95,7 +109,15 @@ func (c *Compactor) Run(ctx context.Context) {
 			return
 		case <-c.cfg.Clock.After(c.cfg.Interval):
 		}
-		if err := c.Sync(ctx); err != nil && ctx.Err() == nil {
+		err := c.Sync(ctx)
+		c.mu.Lock()
+		if err == nil {
+			c.failingSince = time.Time{}
+		} else if c.failingSince.IsZero() {
+			c.failingSince = c.cfg.Clock.Now()
+		}
+		c.mu.Unlock()
+		if err != nil && ctx.Err() == nil {
 			logger.Error(err, "etcd compaction failed; retrying next interval")
 		}
 	}

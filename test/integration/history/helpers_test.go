@@ -55,18 +55,37 @@ import (
 	"github.com/kube-events/events-apiserver/test/integration/framework"
 )
 
-// engines are the archives the tests run on: the embedded engine, and a
-// victoria-logs service when VICTORIALOGS_ASSETS names its directory
-// (hack/victorialogs-assets.sh).
-var engines = []string{"embedded", "service"}
+// engines are the archives the tests run on: the embedded engine, and,
+// when VICTORIALOGS_ASSETS names the directory of victoria-logs
+// (hack/victorialogs-assets.sh), a single-node service and a cluster of
+// two storage nodes behind one node that inserts and selects.
+var engines = []string{"embedded", "service", "cluster"}
 
-// archiveArgs are the server flags of engine; the service is started for
+// archiveArgs are the server flags of engine; a service is started for
 // the test.
 func archiveArgs(t *testing.T, engine string) []string {
 	t.Helper()
-	if engine == "embedded" {
+	switch engine {
+	case "embedded":
 		return []string{"--archive=embedded"}
+	case "service":
+		url := startVictoriaLogs(t, "-storageDataPath="+t.TempDir(), "-retentionPeriod=30d", "-inmemoryDataFlushInterval=1s")
+		return []string{"--archive=url", "--archive-url=" + url, "--archive-service-flush-interval=1s"}
+	default:
+		var nodes []string
+		for range 2 {
+			url := startVictoriaLogs(t, "-storageDataPath="+t.TempDir(), "-retentionPeriod=30d", "-inmemoryDataFlushInterval=1s")
+			nodes = append(nodes, strings.TrimPrefix(url, "http://"))
+		}
+		url := startVictoriaLogs(t, "-storageNode="+strings.Join(nodes, ","))
+		return []string{"--archive=url", "--archive-url=" + url, "--archive-service-flush-interval=1s"}
 	}
+}
+
+// startVictoriaLogs runs victoria-logs with args until the test ends and
+// returns its URL once it is healthy.
+func startVictoriaLogs(t *testing.T, args ...string) string {
+	t.Helper()
 	dir := os.Getenv("VICTORIALOGS_ASSETS")
 	if dir == "" {
 		t.Skip("VICTORIALOGS_ASSETS is not set: export VICTORIALOGS_ASSETS=$(hack/victorialogs-assets.sh)")
@@ -77,8 +96,7 @@ func archiveArgs(t *testing.T, engine string) []string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(filepath.Join(dir, "victoria-logs"), "-httpListenAddr="+addr, "-loggerLevel=WARN",
-		"-storageDataPath="+t.TempDir(), "-retentionPeriod=30d", "-inmemoryDataFlushInterval=1s")
+	cmd := exec.Command(filepath.Join(dir, "victoria-logs"), append([]string{"-httpListenAddr=" + addr, "-loggerLevel=WARN"}, args...)...)
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -89,7 +107,7 @@ func archiveArgs(t *testing.T, engine string) []string {
 		_ = out.Close()
 		if t.Failed() {
 			data, _ := os.ReadFile(logPath)
-			t.Logf("victoria-logs:\n%s", data)
+			t.Logf("victoria-logs %v:\n%s", args, data)
 		}
 	})
 	url := "http://" + addr
@@ -104,7 +122,7 @@ func archiveArgs(t *testing.T, engine string) []string {
 	if err != nil {
 		t.Fatalf("victoria-logs on %s not healthy: %v", addr, err)
 	}
-	return []string{"--archive=url", "--archive-url=" + url, "--archive-service-flush-interval=1s"}
+	return url
 }
 
 // historyServer starts a server with engine's archive on an etcd of its
