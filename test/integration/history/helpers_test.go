@@ -86,17 +86,35 @@ func archiveArgs(t *testing.T, engine string) []string {
 // returns its URL once it is healthy.
 func startVictoriaLogs(t *testing.T, args ...string) string {
 	t.Helper()
+	url, _ := runVictoriaLogs(t, args...)
+	return url
+}
+
+// runVictoriaLogs is startVictoriaLogs that also returns a function that
+// kills the process (SIGKILL) before the test ends.
+func runVictoriaLogs(t *testing.T, args ...string) (string, func()) {
+	t.Helper()
 	dir := os.Getenv("VICTORIALOGS_ASSETS")
 	if dir == "" {
 		t.Skip("VICTORIALOGS_ASSETS is not set: export VICTORIALOGS_ASSETS=$(hack/victorialogs-assets.sh)")
 	}
-	addr := fmt.Sprintf("127.0.0.1:%d", freeport.Port(t))
+	// On a free port, unless args name one (a restart on the same address).
+	addr := ""
+	for _, arg := range args {
+		if a, ok := strings.CutPrefix(arg, "-httpListenAddr="); ok {
+			addr = a
+		}
+	}
+	if addr == "" {
+		addr = fmt.Sprintf("127.0.0.1:%d", freeport.Port(t))
+		args = append([]string{"-httpListenAddr=" + addr}, args...)
+	}
 	logPath := filepath.Join(t.TempDir(), "victoria-logs.log")
 	out, err := os.Create(logPath)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(filepath.Join(dir, "victoria-logs"), append([]string{"-httpListenAddr=" + addr, "-loggerLevel=WARN"}, args...)...)
+	cmd := exec.Command(filepath.Join(dir, "victoria-logs"), append([]string{"-loggerLevel=WARN"}, args...)...)
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -122,7 +140,7 @@ func startVictoriaLogs(t *testing.T, args ...string) string {
 	if err != nil {
 		t.Fatalf("victoria-logs on %s not healthy: %v", addr, err)
 	}
-	return url
+	return url, func() { _ = cmd.Process.Kill() }
 }
 
 // historyServer starts a server with engine's archive on an etcd of its
