@@ -15,7 +15,7 @@ limitations under the License.
 */
 
 // Package archivetest is the conformance suite every archive engine passes:
-// the behaviour of archive.Archive the server relies on, checked against
+// the behavior of archive.Archive the server relies on, checked against
 // the real engine.
 package archivetest
 
