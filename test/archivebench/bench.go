@@ -101,7 +101,8 @@ type generator struct {
 	nodes   []string
 
 	hourEnd time.Time
-	perHour int
+	hours   int // hours started
+	perHour int // states per hour
 	created int // states created (emitted or waiting)
 	pending stateHeap
 	rv      int
@@ -145,7 +146,7 @@ func (h *stateHeap) Pop() any {
 func newGenerator(cfg Config, now time.Time) *generator {
 	g := &generator{
 		cfg: cfg, now: now,
-		rng:      rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)),
+		rng:      rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)), //nolint:gosec // a repeatable data set, not a secret
 		hourEnd:  now.Add(-cfg.Span),
 		pairSeen: map[[2]string]bool{},
 	}
@@ -197,7 +198,10 @@ func (g *generator) suffix(n int) string {
 func (g *generator) startHour() {
 	hourStart := g.hourEnd
 	g.hourEnd = g.hourEnd.Add(time.Hour)
-	for i := 0; i < g.perHour && g.created < g.cfg.Events; i++ {
+	g.hours++
+	// Each hour makes its share of the states (a series' later states
+	// count in the hour it starts).
+	for g.created < min(g.hours*g.perHour, g.cfg.Events) {
 		g.startEvent(hourStart.Add(time.Duration(g.rng.Int64N(int64(time.Hour)))))
 	}
 }
@@ -351,7 +355,7 @@ func Run(ctx context.Context, a archive.Archive, cfg Config) (Result, error) {
 		d.objects = append(d.objects, o.name)
 	}
 
-	rng := rand.New(rand.NewPCG(cfg.Seed+1, cfg.Seed))
+	rng := rand.New(rand.NewPCG(cfg.Seed+1, cfg.Seed)) //nolint:gosec // repeatable queries, not a secret
 	since := now.Add(-cfg.Span)
 	req := func(f, v string) fields.Requirement {
 		return fields.Requirement{Operator: selection.Equals, Field: f, Value: v}
