@@ -18,16 +18,19 @@ package history
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kube-events/events-apiserver/test/integration/framework"
@@ -190,7 +193,7 @@ func TestHistory(t *testing.T) {
 
 func testHistory(t *testing.T, engine string) {
 	const ttl = 8 * time.Second
-	s, _ := historyServer(t, engine, ttl)
+	s, etcd := historyServer(t, engine, ttl)
 	ctx := ctxFor(t)
 	namespace := namespaceFor(t)
 	c := clientset(t, s.RestConfig, runtime.ContentTypeJSON)
@@ -296,6 +299,39 @@ func testHistory(t *testing.T, engine string) {
 			if diff := cmp.Diff(want, names(got, objectName)); diff != "" {
 				t.Errorf("limit %d (-want +got):\n%s", limit, diff)
 			}
+		}
+	})
+
+	t.Run("an event written to between pages keeps its place", func(t *testing.T) {
+		namespace := namespace + "-between"
+		events := []fixture{
+			{name: "x0", kind: "Pod", object: "a", reason: "R", eventType: "Normal", controller: "kubelet", instance: "node-1", legacy: true},
+			{name: "x1", kind: "Pod", object: "b", reason: "R", eventType: "Normal", controller: "kubelet", instance: "node-1", legacy: true},
+			{name: "x2", kind: "Pod", object: "c", reason: "R", eventType: "Normal", controller: "kubelet", instance: "node-1", legacy: true},
+			{name: "x3", kind: "Pod", object: "d", reason: "R", eventType: "Normal", controller: "kubelet", instance: "node-1", legacy: true},
+		}
+		waitCheckpoint(ctx, t, etcd, create(ctx, t, c, namespace, events, 0))
+		first, err := c.CoreV1().Events(namespace).List(ctx, metav1.ListOptions{FieldSelector: "history.since=1h", Limit: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// x1, due on the next page, is observed again: its live state is
+		// now after the window the first page fixed.
+		patch := fmt.Sprintf(`{"count":2,"lastTimestamp":%q}`, time.Now().UTC().Add(time.Second).Format(time.RFC3339))
+		if _, err := c.CoreV1().Events(namespace).Patch(ctx, "x1", types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		second, err := c.CoreV1().Events(namespace).List(ctx, metav1.ListOptions{FieldSelector: "history.since=1h", Limit: 2, Continue: first.Continue})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := append(names(first.Items, func(e *corev1.Event) string { return e.Name }),
+			names(second.Items, func(e *corev1.Event) string { return e.Name })...)
+		if diff := cmp.Diff([]string{"x3", "x2", "x1", "x0"}, got); diff != "" {
+			t.Errorf("pages (-want +got):\n%s", diff)
+		}
+		if len(second.Items) > 0 && second.Items[0].Count != 1 {
+			t.Errorf("x1 on the second page has count %d, want its state in the window (1)", second.Items[0].Count)
 		}
 	})
 

@@ -112,6 +112,14 @@ func TestKilledWhileArchiving(t *testing.T) {
 	if err := waitPoll(ctx, time.Minute, func() bool { return checkpoint(ctx, t, etcd).Revision > first && count() >= 600 }); err != nil {
 		t.Fatalf("the checkpoint did not move under load: %v", err)
 	}
+	if metrics, err := p.Metrics(ctx); err == nil {
+		t.Logf("archiver under load: %v states appended, delay to the archive ≤ 0.1s for %v of %v batches, ≤ 1s for %v; lag %vs, %v revisions",
+			metrics["events_apiserver_archive_appended_records_total"],
+			metrics[`events_apiserver_archive_append_delay_seconds_bucket{le="0.1"}`],
+			metrics["events_apiserver_archive_append_delay_seconds_count"],
+			metrics[`events_apiserver_archive_append_delay_seconds_bucket{le="1"}`],
+			metrics["events_apiserver_archive_lag_seconds"], metrics["events_apiserver_archive_lag_revisions"])
+	}
 	if err := p.Kill(); err != nil {
 		t.Fatal(err)
 	}

@@ -146,8 +146,9 @@ func newestFirst(a, b item) int {
 }
 
 // listHistory answers one page: the live events in the window after the
-// cursor, and the archive's, less those of events still live (the live
-// state is the newest), merged newest first.
+// cursor, and the archive's, less those whose live state is in the window
+// (it is their newest), merged newest first: each event once, with its
+// newest state in the window.
 func (r *REST) listHistory(ctx context.Context, options *metainternalversion.ListOptions, q query) (runtime.Object, error) {
 	namespace := genericapirequest.NamespaceValue(ctx)
 	labelSelector := options.LabelSelector
@@ -183,13 +184,21 @@ func (r *REST) listHistory(ctx context.Context, options *metainternalversion.Lis
 		return nil, err
 	}
 	liveList := liveObj.(*core.EventList)
+	// live are the events whose live state is in the window: theirs is
+	// the newest state in it, and the archive's states of them are older.
+	// An event whose live state left the window (written to after the
+	// first page's until) is answered by the archive with its newest
+	// state in the window, so that it keeps its place across pages.
 	live := make(map[string]bool, len(liveList.Items))
 	var items []item
 	for i := range liveList.Items {
 		event := &liveList.Items[i]
-		live[string(event.UID)] = true
 		t := archiver.EventTime(event)
-		if t.Before(q.since) || !t.Before(q.until) || (after != nil && after.Before(t, string(event.UID))) {
+		if t.Before(q.since) || !t.Before(q.until) {
+			continue
+		}
+		live[string(event.UID)] = true
+		if after != nil && after.Before(t, string(event.UID)) {
 			continue
 		}
 		items = append(items, item{event: event, time: t})
