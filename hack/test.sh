@@ -16,6 +16,9 @@ KUBEBUILDER_ASSETS="$(hack/envtest-assets.sh)"
 export KUBEBUILDER_ASSETS
 # Tests run the kubectl that matches the kube-apiserver they talk to.
 export PATH="${KUBEBUILDER_ASSETS}:${PATH}"
+# test/integration/history runs the archive on victoria-logs as well.
+VICTORIALOGS_ASSETS="$(hack/victorialogs-assets.sh)"
+export VICTORIALOGS_ASSETS
 
 echo "test: go test ./test/... (integration and image)"
 go test -count=1 -timeout 45m $(go list ./test/... | grep -v -e '/test/faults$' -e '/test/e2e')

@@ -20,6 +20,7 @@ limitations under the License.
 package apiserver
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -33,6 +34,7 @@ import (
 	"github.com/kube-events/events-apiserver/pkg/apis/events"
 	eventsv1 "github.com/kube-events/events-apiserver/pkg/apis/events/v1"
 	eventsv1beta1 "github.com/kube-events/events-apiserver/pkg/apis/events/v1beta1"
+	"github.com/kube-events/events-apiserver/pkg/archive"
 	"github.com/kube-events/events-apiserver/pkg/controller"
 	"github.com/kube-events/events-apiserver/pkg/etcdmaint"
 	"github.com/kube-events/events-apiserver/pkg/mirror"
@@ -76,6 +78,12 @@ type ExtraConfig struct {
 	// LeaderElection tunes the election that picks the one replica running
 	// the server's controllers (the series sweeper, the mirror, ...).
 	LeaderElection LeaderElectionConfig
+	// Archive, when set, keeps the history of events: the archiver runs
+	// on the elected replica, lists with history.since read the archive
+	// as well as the store, and, with a CompactionInterval, the server
+	// compacts etcd itself, never past the archive's checkpoint (see
+	// ArchiveConfig).
+	Archive *ArchiveConfig
 	// EtcdMaintenance, when set, runs the etcd housekeeping of
 	// pkg/etcdmaint on every replica (see newControllers for why not
 	// under the election). Nil turns it off, for an etcd that someone
@@ -129,8 +137,9 @@ func (cfg *Config) Complete() CompletedConfig {
 }
 
 // New builds the server: one events store, installed as /api/v1 events and
-// as events.k8s.io/v1beta1 and v1 events.
-func (c CompletedConfig) New() (*EventsServer, error) {
+// as events.k8s.io/v1beta1 and v1 events, and the controllers. ctx carries
+// the logger of what New opens.
+func (c CompletedConfig) New(ctx context.Context) (_ *EventsServer, err error) {
 	genericServer, err := c.GenericConfig.New("events-apiserver", genericapiserver.NewEmptyDelegate())
 	if err != nil {
 		return nil, err
@@ -142,7 +151,29 @@ func (c CompletedConfig) New() (*EventsServer, error) {
 		return nil, fmt.Errorf("creating the events store: %w", err)
 	}
 
-	controllers, err := c.newControllers(store)
+	// The history: lists with history.since read the archive as well as
+	// the store; every other request is the store's.
+	var served rest.Storage = store
+	var arch archive.Archive
+	if c.ExtraConfig.Archive != nil {
+		var closeArchive func()
+		if arch, closeArchive, err = c.openArchive(ctx); err != nil {
+			return nil, err
+		}
+		// Destroy runs once the server has stopped serving and its
+		// controllers (the archiver) have stopped.
+		genericServer.RegisterDestroyFunc(closeArchive)
+		defer func() {
+			if err != nil {
+				closeArchive()
+			}
+		}()
+		if served, err = c.withHistory(store, arch); err != nil {
+			return nil, err
+		}
+	}
+
+	controllers, err := c.newControllers(store, arch)
 	if err != nil {
 		return nil, err
 	}
@@ -152,14 +183,14 @@ func (c CompletedConfig) New() (*EventsServer, error) {
 	}
 
 	legacy := genericapiserver.NewDefaultAPIGroupInfo(core.GroupName, Scheme, ParameterCodec, Codecs)
-	legacy.VersionedResourcesStorageMap[corev1.SchemeGroupVersion.Version] = map[string]rest.Storage{"events": store}
+	legacy.VersionedResourcesStorageMap[corev1.SchemeGroupVersion.Version] = map[string]rest.Storage{"events": served}
 	if err := genericServer.InstallLegacyAPIGroup(genericapiserver.DefaultLegacyAPIPrefix, &legacy); err != nil {
 		return nil, fmt.Errorf("installing /api/v1 events: %w", err)
 	}
 
 	group := genericapiserver.NewDefaultAPIGroupInfo(events.GroupName, Scheme, ParameterCodec, Codecs)
-	group.VersionedResourcesStorageMap[eventsv1beta1.SchemeGroupVersion.Version] = map[string]rest.Storage{"events": store}
-	group.VersionedResourcesStorageMap[eventsv1.SchemeGroupVersion.Version] = map[string]rest.Storage{"events": store}
+	group.VersionedResourcesStorageMap[eventsv1beta1.SchemeGroupVersion.Version] = map[string]rest.Storage{"events": served}
+	group.VersionedResourcesStorageMap[eventsv1.SchemeGroupVersion.Version] = map[string]rest.Storage{"events": served}
 	if err := genericServer.InstallAPIGroup(&group); err != nil {
 		return nil, fmt.Errorf("installing events.k8s.io events: %w", err)
 	}

@@ -28,7 +28,8 @@ import (
 	"k8s.io/apiserver/pkg/storage/storagebackend"
 	"k8s.io/utils/clock"
 
-	"github.com/kube-events/events-apiserver/pkg/apis/core"
+	"github.com/kube-events/events-apiserver/pkg/archive"
+	"github.com/kube-events/events-apiserver/pkg/archive/archiver"
 	"github.com/kube-events/events-apiserver/pkg/controller"
 	"github.com/kube-events/events-apiserver/pkg/etcdmaint"
 	"github.com/kube-events/events-apiserver/pkg/leaderelection"
@@ -64,14 +65,20 @@ var (
 	_ controller.Controller = &series.StateController{}
 	_ controller.Controller = &etcdmaint.Maintainer{}
 	_ controller.Controller = &eventstorage.Folder{}
+	_ controller.Controller = &archiver.Archiver{}
+	_ controller.Controller = &etcdmaint.Compactor{}
+
+	_ controller.HealthChecker = &archiver.Archiver{}
+	_ controller.HealthChecker = &etcdmaint.Compactor{}
 )
 
 // newControllers builds the one Manager of every loop the server runs:
-// under the election "controllers", the series controllers and the mirror;
-// on every replica, the etcd maintenance and the flush of folded counts.
-// The election and the maintenance share one etcd client of the events
-// storage, closed once every loop has stopped.
-func (c CompletedConfig) newControllers(store *eventstorage.REST) (*controller.Manager, error) {
+// under the election "controllers", the series controllers, the mirror and
+// the archiver (into a, when set); on every replica, the etcd maintenance,
+// the etcd compaction held back by the archive, and the flush of folded
+// counts. The election, the maintenance and the compaction share one etcd
+// client of the events storage, closed once every loop has stopped.
+func (c CompletedConfig) newControllers(store *eventstorage.REST, a archive.Archive) (*controller.Manager, error) {
 	extra := c.ExtraConfig
 	cfg := controller.Config{Name: controllersHookName}
 	if extra.SeriesSweeper != nil {
@@ -89,19 +96,30 @@ func (c CompletedConfig) newControllers(store *eventstorage.REST) (*controller.M
 		}
 		cfg.Elected = append(cfg.Elected, m)
 	}
+	if a != nil {
+		// Elected: one replica follows etcd into the archive and moves the
+		// one checkpoint; two would append every state twice (harmless,
+		// Append is idempotent) and race on the checkpoint.
+		archiving, err := c.newArchiver(a)
+		if err != nil {
+			return nil, fmt.Errorf("archiver: %w", err)
+		}
+		cfg.Elected = append(cfg.Elected, archiving)
+	}
 	if folder := store.Folder(); folder != nil {
 		cfg.EveryReplica = append(cfg.EveryReplica, folder)
 	}
 
+	compacting := a != nil && extra.Archive.CompactionInterval > 0
 	elect := len(cfg.Elected) > 0 && !extra.LeaderElection.Disabled
-	if elect || extra.EtcdMaintenance != nil {
-		options, err := c.GenericConfig.RESTOptionsGetter.GetRESTOptions(core.Resource("events"), &core.Event{})
+	if elect || extra.EtcdMaintenance != nil || compacting {
+		options, err := c.eventsStorageOptions()
 		if err != nil {
-			return nil, fmt.Errorf("events storage options: %w", err)
+			return nil, err
 		}
 		client, err := NewEtcdClient(options.StorageConfig.Config)
 		if err != nil {
-			return nil, fmt.Errorf("etcd client for the election and the etcd maintenance: %w", err)
+			return nil, fmt.Errorf("etcd client for the election and the etcd maintenance and compaction: %w", err)
 		}
 		cfg.Stopped = client.Close
 		if elect {
@@ -119,6 +137,17 @@ func (c CompletedConfig) newControllers(store *eventstorage.REST) (*controller.M
 			maintenance := *extra.EtcdMaintenance
 			maintenance.Client = client
 			cfg.EveryReplica = append(cfg.EveryReplica, etcdmaint.New(maintenance))
+		}
+		if compacting {
+			// On every replica, as the generic storage's compaction it
+			// replaces: the replicas (and a kube-apiserver sharing the
+			// etcd) take turns through etcd's compact_rev_key, so one of
+			// them compacts each interval. Under the election, etcd would go
+			// uncompacted, and grow towards NOSPACE, whenever no replica
+			// leads, which is when a full etcd refuses the campaign's
+			// write. Its hold reads the checkpoint from etcd, so it needs
+			// no archiver on this replica.
+			cfg.EveryReplica = append(cfg.EveryReplica, newCompactor(client, *extra.Archive))
 		}
 	}
 	manager, err := controller.NewManager(cfg)

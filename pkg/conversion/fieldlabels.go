@@ -45,6 +45,16 @@ const (
 	PrefixRelated        = "related."
 )
 
+// The history terms: a list whose field selector has history.since reads
+// the archive as well as the live store, over the window [since, until)
+// (see pkg/registry/event/history). Every version accepts them under these
+// names; they are no field of an event, and the store refuses them on
+// watch.
+const (
+	FieldHistorySince = "history.since"
+	FieldHistoryUntil = "history.until"
+)
+
 // ObjectReferenceFields are the selectable fields of an object reference.
 var ObjectReferenceFields = []string{"kind", "namespace", "name", "uid", "apiVersion", "resourceVersion", "fieldPath"}
 
@@ -65,7 +75,7 @@ func EventsFieldLabels() map[string]string {
 // fieldLabels are the labels every version accepts, named as in names.
 func fieldLabels(names FieldNames) map[string]string {
 	m := identity(FieldName, FieldNamespace, FieldReason, FieldAction,
-		FieldReportingInstance, FieldType, FieldSeriesState)
+		FieldReportingInstance, FieldType, FieldSeriesState, FieldHistorySince, FieldHistoryUntil)
 	m[names.ReportingController] = FieldReportingComponent
 	for _, f := range ObjectReferenceFields {
 		m[names.Regarding+"."+f] = PrefixInvolvedObject + f

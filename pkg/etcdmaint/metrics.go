@@ -39,9 +39,14 @@ var (
 	}, []string{"result"})
 	compactions = metrics.NewCounterVec(&metrics.CounterOpts{
 		Namespace: metricsNamespace, Subsystem: metricsSubsystem, Name: "compactions_total",
-		Help:           "Compactions to the current revision the server ran while etcd was out of space, by result.",
+		Help:           "Compactions the server ran, by result: to the current revision while etcd was out of space, and the periodic ones when the server compacts instead of the generic storage.",
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"result"})
+	heldCompactions = metrics.NewCounter(&metrics.CounterOpts{
+		Namespace: metricsNamespace, Subsystem: metricsSubsystem, Name: "held_compactions_total",
+		Help:           "Periodic compactions the server ran to an older revision than due, because the archive had not archived past it.",
+		StabilityLevel: metrics.ALPHA,
+	})
 	alarmsDisarmed = metrics.NewCounter(&metrics.CounterOpts{
 		Namespace: metricsNamespace, Subsystem: metricsSubsystem, Name: "nospace_alarms_disarmed_total",
 		Help:           "etcd NOSPACE alarms the server disarmed once the space was back.",
@@ -60,7 +65,7 @@ var (
 // server's /metrics serves. Safe to call more than once.
 func registerMetrics() {
 	registerOnce.Do(func() {
-		legacyregistry.MustRegister(defragmentations, compactions, alarmsDisarmed, dbSizeRatio)
+		legacyregistry.MustRegister(defragmentations, compactions, heldCompactions, alarmsDisarmed, dbSizeRatio)
 	})
 }
 

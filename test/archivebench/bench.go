@@ -146,7 +146,7 @@ func (h *stateHeap) Pop() any {
 func newGenerator(cfg Config, now time.Time) *generator {
 	g := &generator{
 		cfg: cfg, now: now,
-		rng:      rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)), //nolint:gosec // a seeded, reproducible data set, not a secret
+		rng:      rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)), //nolint:gosec // a repeatable data set, not a secret
 		hourEnd:  now.Add(-cfg.Span),
 		pairSeen: map[[2]string]bool{},
 	}
@@ -355,7 +355,7 @@ func Run(ctx context.Context, a archive.Archive, cfg Config) (Result, error) {
 		d.objects = append(d.objects, o.name)
 	}
 
-	rng := rand.New(rand.NewPCG(cfg.Seed+1, cfg.Seed)) //nolint:gosec // a seeded, reproducible data set, not a secret
+	rng := rand.New(rand.NewPCG(cfg.Seed+1, cfg.Seed)) //nolint:gosec // repeatable queries, not a secret
 	since := now.Add(-cfg.Span)
 	req := func(f, v string) fields.Requirement {
 		return fields.Requirement{Operator: selection.Equals, Field: f, Value: v}

@@ -70,6 +70,12 @@ func (o CompletedOptions) Config() (*apiserver.Config, error) {
 	// version share one key space; the generic one would store each
 	// group's events apart.
 	storageConfig := r.Etcd.StorageConfig
+	// With an archive the server compacts etcd itself, never past the
+	// archiver's checkpoint, instead of the generic storage.
+	archiveConfig := o.archive.config(storageConfig.CompactionInterval)
+	if archiveConfig != nil {
+		storageConfig.CompactionInterval = 0
+	}
 	if storageConfig.StorageObjectCountTracker == nil {
 		storageConfig.StorageObjectCountTracker = cfg.StorageObjectCountTracker
 	}
@@ -128,6 +134,7 @@ func (o CompletedOptions) Config() (*apiserver.Config, error) {
 			Fold:            o.folding(policy),
 			Mirror:          mirrorConfig,
 			LeaderElection:  o.LeaderElection.config(),
+			Archive:         archiveConfig,
 		},
 	}, nil
 }

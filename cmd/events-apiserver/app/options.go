@@ -108,6 +108,8 @@ type Options struct {
 	// LeaderElection configures the election of the replica that runs the
 	// controllers.
 	LeaderElection LeaderElectionOptions
+	// Archive configures the history of events.
+	Archive ArchiveOptions
 
 	flags *cliflag.NamedFlagSets
 	// standalone is the authentication mode Complete chose, which the
@@ -128,6 +130,8 @@ type completedOptions struct {
 	*Options
 	// embeddedEtcd says the server runs its own etcd (no --etcd-servers).
 	embeddedEtcd bool
+	// archive is the Archive options with the mode and directory resolved.
+	archive ArchiveOptions
 }
 
 // CompletedOptions are Options on which Complete has been called: the only
@@ -149,6 +153,7 @@ func NewOptions() *Options {
 		Mirror:               newMirrorOptions(),
 		EtcdMaintenance:      newEtcdMaintenanceOptions(),
 		LeaderElection:       newLeaderElectionOptions(),
+		Archive:              newArchiveOptions(),
 		ready:                make(chan struct{}),
 	}
 	o.Recommended.Etcd.DefaultStorageMediaType = apiserver.StorageMediaType
@@ -206,6 +211,7 @@ func (o *Options) Flags() cliflag.NamedFlagSets {
 
 	o.Mirror.addFlags(fss.FlagSet("mirror"))
 	o.LeaderElection.addFlags(fss.FlagSet("leader election"))
+	o.Archive.addFlags(fss.FlagSet("archive"))
 
 	r := o.Recommended
 	r.Etcd.AddFlags(fss.FlagSet("etcd"))
@@ -287,6 +293,7 @@ func (o *Options) Complete() (CompletedOptions, error) {
 	} else if !o.changed("cert-dir") && o.DataDir != "" {
 		r.SecureServing.ServerCert.CertDirectory = filepath.Join(o.DataDir, "serving-certs")
 	}
+	c.archive = o.Archive.completed(c.embeddedEtcd, o.DataDir)
 	return CompletedOptions{c}, nil
 }
 
@@ -317,6 +324,7 @@ func (o CompletedOptions) Validate() error {
 	errs = append(errs, o.Mirror.validate()...)
 	errs = append(errs, o.EtcdMaintenance.validate()...)
 	errs = append(errs, o.LeaderElection.validate()...)
+	errs = append(errs, o.archive.validate()...)
 
 	if o.EventTTL < time.Second {
 		errs = append(errs, fmt.Errorf("--event-ttl must be at least 1s, got %v", o.EventTTL))

@@ -167,7 +167,7 @@ func run(ctx context.Context, options *Options, built func(*apiserver.EventsServ
 		logger.Info("Converted a former admission plugin configuration into the event policy; give it as an EventPolicy with --event-policy-config instead",
 			"kind", kind, "file", o.Recommended.Admission.ConfigFile)
 	}
-	server, err := config.Complete().New()
+	server, err := config.Complete().New(ctx)
 	if err != nil {
 		return err
 	}

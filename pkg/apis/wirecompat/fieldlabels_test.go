@@ -35,7 +35,7 @@ var objectReferenceFields = []string{"kind", "namespace", "name", "uid", "apiVer
 func coreV1FieldLabels() map[string]string {
 	m := map[string]string{}
 	for _, l := range []string{"metadata.name", "metadata.namespace", "reason", "action", "source",
-		"reportingComponent", "reportingInstance", "type", "series.state"} {
+		"reportingComponent", "reportingInstance", "type", "series.state", "history.since", "history.until"} {
 		m[l] = l
 	}
 	for _, f := range objectReferenceFields {
@@ -50,7 +50,7 @@ func coreV1FieldLabels() map[string]string {
 func eventsFieldLabels() map[string]string {
 	m := map[string]string{}
 	for _, l := range []string{"metadata.name", "metadata.namespace", "reason", "action",
-		"reportingInstance", "type", "series.state"} {
+		"reportingInstance", "type", "series.state", "history.since", "history.until"} {
 		m[l] = l
 	}
 	m["reportingController"] = "reportingComponent"

@@ -232,20 +232,26 @@ func testFields(t *testing.T, e Engine) {
 		ev("d", "ns", 4, 4*time.Minute, "involvedObject.name", "web-0", "reason", "BackOff"),
 		ev("d", "ns", 5, 5*time.Minute, "involvedObject.name", "web-0", "reason", "Started"),
 		ev("e", "ns", 6, 6*time.Minute, "involvedObject.name", "web-0", "reason", "Odd \"quoted\" value, with: punctuation"),
+		// f's newest state names another object (a core/v1 update may):
+		// web-0 must not find it, web-2 must.
+		ev("f", "ns", 7, 7*time.Minute, "involvedObject.name", "web-0", "reason", "Moved"),
+		ev("f", "ns", 8, 8*time.Minute, "involvedObject.name", "web-2", "reason", "Moved"),
 	)
 	for _, tc := range []struct {
 		terms []string
 		want  []string
 	}{
 		{[]string{"involvedObject.name=web-0"}, []string{"e@6", "d@5", "b@2", "a@1"}},
+		{[]string{"involvedObject.name=web-2"}, []string{"f@8"}},
+		{[]string{"involvedObject.name!=web-0", "reason=Moved"}, []string{"f@8"}},
 		{[]string{"involvedObject.name=web-0", "reason=BackOff"}, []string{"a@1"}},
-		{[]string{"reason!=BackOff"}, []string{"e@6", "d@5", "b@2"}},
+		{[]string{"reason!=BackOff"}, []string{"f@8", "e@6", "d@5", "b@2"}},
 		{[]string{"involvedObject.name=web-0", "reason!=BackOff"}, []string{"e@6", "d@5", "b@2"}},
 		{[]string{"reason=Odd \"quoted\" value, with: punctuation"}, []string{"e@6"}},
 		{[]string{"metadata.name=ev-c"}, []string{"c@3"}},
 		{[]string{"metadata.namespace=ns", "metadata.name!=ev-c", "reason=BackOff"}, []string{"a@1"}},
 		// A field no record has is empty.
-		{[]string{"related.name="}, []string{"e@6", "d@5", "c@3", "b@2", "a@1"}},
+		{[]string{"related.name="}, []string{"f@8", "e@6", "d@5", "c@3", "b@2", "a@1"}},
 		{[]string{"related.name!="}, nil},
 		{[]string{"reason=backoff"}, nil},
 	} {

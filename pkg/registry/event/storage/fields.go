@@ -47,7 +47,7 @@ import (
 //     the store shares one copy of each (see newAttrFunc).
 //
 // The selectors Matcher builds read a packed set through packedSet; any
-// other fields.Set they are given (plainSelectableFields') reads as it is.
+// other fields.Set they are given (SelectableFields') reads as it is.
 
 // FieldStatelessSeries selects the series stored without a state ("true";
 // "" for every other event), for the series-state controller to list and
@@ -155,13 +155,15 @@ func appendReference(values []string, ref *core.ObjectReference) []string {
 	return append(values, ref.Kind, ref.Namespace, ref.Name, string(ref.UID), ref.APIVersion, ref.ResourceVersion, ref.FieldPath)
 }
 
-// plainSelectableFields returns the selectable fields of an event under their
-// canonical (core/v1) labels as a plain set: what a packed set reads as, and
-// the reference the tests hold packFields to; see pkg/conversion for how
-// each served version names them. It holds only the fields that are set: fields.Set
+// SelectableFields returns the selectable fields of an event under their
+// canonical (core/v1) labels as a plain set: what a packed set reads as,
+// the reference the tests hold packFields to, and what the archive keeps
+// beside each state of an event, so that a history query selects exactly as
+// the live store does; see pkg/conversion for how each served version
+// names them. It holds only the fields that are set: fields.Set
 // reads an absent label as "", so an unset field selects exactly as an
 // empty one would (related.name= matches events without a related object).
-func plainSelectableFields(event *core.Event) fields.Set {
+func SelectableFields(event *core.Event) fields.Set {
 	set := fields.Set{}
 	for i, value := range appendSelectableValues(nil, event) {
 		if value != "" {
@@ -233,7 +235,7 @@ func uvarint(s string) (value, size int) {
 	return 0, 0
 }
 
-// Has reports whether label is set, as plainSelectableFields' set would.
+// Has reports whether label is set, as SelectableFields' set would.
 func (p packedSet) Has(label string) bool { return p.Get(label) != "" }
 
 // unpacked returns the fields a selector reads from a set GetAttrs made.

@@ -31,7 +31,7 @@ import (
 )
 
 // The packed set GetAttrs gives the watch cache selects exactly as the
-// plain set of plainSelectableFields: every label, = and !=, on the value the
+// plain set of SelectableFields: every label, = and !=, on the value the
 // event has, on "" and on another value.
 func TestPackedFieldsSelectAsThePlainSet(t *testing.T) {
 	long := strings.Repeat("x", 300) // a length that takes two uvarint bytes
@@ -55,7 +55,7 @@ func TestPackedFieldsSelectAsThePlainSet(t *testing.T) {
 		{name: "NUL, 300-byte value, no series", event: withOddValues},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			plain := plainSelectableFields(tt.event)
+			plain := SelectableFields(tt.event)
 			_, packed, err := GetAttrs(tt.event)
 			if err != nil {
 				t.Fatal(err)

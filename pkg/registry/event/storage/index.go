@@ -83,7 +83,7 @@ func RegardingName(obj runtime.Object) string {
 }
 
 // relatedName is the name of the event's related object, or "" without
-// one, as plainSelectableFields selects it.
+// one, as SelectableFields selects it.
 func relatedName(obj runtime.Object) string {
 	if related := obj.(*core.Event).Related; related != nil {
 		return related.Name

@@ -63,7 +63,7 @@ func fullEvent() *core.Event {
 func TestToSelectableFieldsExposesEveryCanonicalLabel(t *testing.T) {
 	event := fullEvent()
 	event.Related.Namespace = "default"
-	set := plainSelectableFields(event)
+	set := SelectableFields(event)
 	for _, label := range canonicalLabels() {
 		if set.Get(label) == "" {
 			t.Errorf("label %q missing from the selectable fields of an event with every field set", label)
@@ -78,7 +78,7 @@ func TestToSelectableFieldsExposesEveryCanonicalLabel(t *testing.T) {
 // an unset field selects as an empty value, for = and != alike.
 func TestUnsetFieldsSelectAsEmpty(t *testing.T) {
 	empty := &core.Event{}
-	if set := plainSelectableFields(empty); len(set) != 0 {
+	if set := SelectableFields(empty); len(set) != 0 {
 		t.Errorf("selectable fields of an empty event: %v, want none", set)
 	}
 	for _, label := range canonicalLabels() {
@@ -142,7 +142,7 @@ func TestToSelectableFields(t *testing.T) {
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			set := plainSelectableFields(tt.event)
+			set := SelectableFields(tt.event)
 			for label, want := range tt.want {
 				if got := set.Get(label); got != want {
 					t.Errorf("%s = %q, want %q", label, got, want)

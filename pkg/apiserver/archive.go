@@ -1,0 +1,125 @@
+/*
+Copyright The events-apiserver Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package apiserver
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"k8s.io/apiserver/pkg/registry/generic"
+	"k8s.io/klog/v2"
+
+	"github.com/kube-events/events-apiserver/pkg/apis/core"
+	"github.com/kube-events/events-apiserver/pkg/archive"
+	"github.com/kube-events/events-apiserver/pkg/archive/archiver"
+	"github.com/kube-events/events-apiserver/pkg/etcdmaint"
+	"github.com/kube-events/events-apiserver/pkg/registry/event/history"
+	eventstorage "github.com/kube-events/events-apiserver/pkg/registry/event/storage"
+)
+
+// ArchiveConfig configures the history of events (see pkg/archive).
+type ArchiveConfig struct {
+	// Open opens the archive. New opens it once, and the server closes it
+	// once it has stopped serving and its controllers have stopped (the
+	// generic server's Destroy), or at once if New fails.
+	Open func(ctx context.Context) (archive.Archive, error)
+	// CompactionInterval is how often the server compacts its etcd itself
+	// (etcdmaint.Compactor), never past the archive's checkpoint; the
+	// generic storage's compaction must then be off (its
+	// CompactionInterval 0). 0: the server does not compact (someone
+	// else does: see the offload section of docs/history.md).
+	CompactionInterval time.Duration
+	// MaxCompactionHold is how old the checkpoint may be and still hold
+	// compaction back; archiver.DefaultMaxHold when zero.
+	MaxCompactionHold time.Duration
+}
+
+// openArchive opens the configured archive and returns it with the
+// function that closes it (once, however often it is called).
+func (c CompletedConfig) openArchive(ctx context.Context) (archive.Archive, func(), error) {
+	a, err := c.ExtraConfig.Archive.Open(ctx)
+	if err != nil {
+		return nil, nil, fmt.Errorf("opening the archive: %w", err)
+	}
+	logger := klog.FromContext(ctx)
+	var once sync.Once
+	return a, func() {
+		once.Do(func() {
+			if err := a.Close(); err != nil {
+				logger.Error(err, "Closing the archive failed")
+			}
+		})
+	}, nil
+}
+
+// eventsStorageOptions are the events store's storage options: its etcd,
+// prefix, codec and transformer.
+func (c CompletedConfig) eventsStorageOptions() (generic.RESTOptions, error) {
+	options, err := c.GenericConfig.RESTOptionsGetter.GetRESTOptions(core.Resource("events"), &core.Event{})
+	if err != nil {
+		return options, fmt.Errorf("events storage options: %w", err)
+	}
+	return options, nil
+}
+
+// withHistory wraps the store storage.NewREST built (folding included) so
+// that lists with history.since read the archive too; every other request
+// is the store's.
+func (c CompletedConfig) withHistory(store *eventstorage.REST, a archive.Archive) (*history.REST, error) {
+	options, err := c.eventsStorageOptions()
+	if err != nil {
+		return nil, err
+	}
+	return history.New(store, a, options.StorageConfig.Codec), nil
+}
+
+// newArchiver returns the controller that archives every state the store
+// writes, reading etcd as the store does, through a client of its own
+// (its watch follows etcd for as long as this replica leads).
+func (c CompletedConfig) newArchiver(a archive.Archive) (*archiver.Archiver, error) {
+	options, err := c.eventsStorageOptions()
+	if err != nil {
+		return nil, err
+	}
+	storage := options.StorageConfig.Config
+	return archiver.New(archiver.Config{
+		Archive:        a,
+		NewClient:      func() (*clientv3.Client, error) { return NewEtcdClient(storage) },
+		StoragePrefix:  storage.Prefix,
+		ResourcePrefix: options.ResourcePrefix,
+		Codec:          storage.Codec,
+		Transformer:    storage.Transformer,
+	})
+}
+
+// newCompactor returns the etcd compaction held back by the archive's
+// checkpoint, through client (under the storage prefix, where the
+// checkpoint is).
+func newCompactor(client *clientv3.Client, cfg ArchiveConfig) *etcdmaint.Compactor {
+	maxHold := cfg.MaxCompactionHold
+	if maxHold == 0 {
+		maxHold = archiver.DefaultMaxHold
+	}
+	return etcdmaint.NewCompactor(etcdmaint.CompactorConfig{
+		Client:   client,
+		Interval: cfg.CompactionInterval,
+		Hold:     archiver.CompactionHold(client, maxHold, time.Now),
+	})
+}

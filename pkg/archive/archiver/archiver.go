@@ -1,0 +1,556 @@
+/*
+Copyright The events-apiserver Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+// Package archiver is the controller that copies every state of every
+// event into the archive: it follows the events' keys in etcd from its
+// checkpoint (the revision it has archived up to, kept in etcd under the
+// storage prefix), appends each state in revision order, at least once
+// (the archive's Append is idempotent per UID and resourceVersion), and
+// archives every live event again when etcd has compacted past its
+// checkpoint. It runs on the elected replica only.
+package archiver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apiserver/pkg/storage/value"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	"github.com/kube-events/events-apiserver/pkg/apis/core"
+	"github.com/kube-events/events-apiserver/pkg/archive"
+)
+
+// Defaults of Config.
+const (
+	// DefaultBatchSize is the most states one Append carries.
+	DefaultBatchSize = 1000
+	// DefaultBatchDelay is how long a state waits for others to share its
+	// Append.
+	DefaultBatchDelay = 50 * time.Millisecond
+)
+
+const (
+	// checkpointEvery is the most often the checkpoint is written.
+	checkpointEvery = time.Second
+	// heartbeatEvery is the least often it is written, even idle, so that
+	// its age tells a running archiver (see CompactionHold).
+	heartbeatEvery = 30 * time.Second
+	// progressEvery is how often an idle archiver asks etcd how far its
+	// watch is, to move the checkpoint past writes to other keys.
+	progressEvery = 5 * time.Second
+	// statsEvery is how often the archive's size is read for the metrics.
+	statsEvery = 30 * time.Second
+	// relistPageSize is the number of keys read per page of a relist.
+	relistPageSize = 500
+	// requestTimeout bounds every etcd request but the watch.
+	requestTimeout = 10 * time.Second
+	// failingTooLong is how long appends may fail before HealthCheck says so.
+	failingTooLong = 2 * time.Minute
+)
+
+// Config configures an Archiver.
+type Config struct {
+	// Archive is where the states go.
+	Archive archive.Archive
+	// NewClient returns a client of the store's etcd whose keys are under
+	// the storage prefix (the server's NewEtcdClient); the archiver closes
+	// it when Run returns.
+	NewClient func() (*clientv3.Client, error)
+	// StoragePrefix is that prefix ("/registry"), and ResourcePrefix the
+	// events' prefix under it ("events"): events are at
+	// <StoragePrefix>/<ResourcePrefix>/<namespace>/<name>.
+	StoragePrefix, ResourcePrefix string
+	// Codec decodes what the store writes into the internal Event: the
+	// store's own storage codec.
+	Codec runtime.Codec
+	// Transformer undoes the store's encryption at rest, if any; the
+	// archive keeps the decrypted state.
+	Transformer value.Transformer
+	// BatchSize and BatchDelay bound a batch; defaults if zero.
+	BatchSize  int
+	BatchDelay time.Duration
+	// Clock is the real clock if nil.
+	Clock clock.WithTicker
+}
+
+// Archiver is the archiving controller.
+type Archiver struct {
+	cfg       Config
+	keyPrefix string // the events' prefix in a client under the storage prefix
+
+	mu           sync.Mutex
+	failingSince time.Time // zero while appends succeed
+}
+
+// New returns an Archiver for cfg.
+func New(cfg Config) (*Archiver, error) {
+	if cfg.Archive == nil || cfg.NewClient == nil || cfg.Codec == nil {
+		return nil, errors.New("archiver: Archive, NewClient and Codec are required")
+	}
+	if cfg.BatchSize <= 0 {
+		cfg.BatchSize = DefaultBatchSize
+	}
+	if cfg.BatchDelay <= 0 {
+		cfg.BatchDelay = DefaultBatchDelay
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.RealClock{}
+	}
+	registerMetrics()
+	return &Archiver{cfg: cfg, keyPrefix: path.Join("/", cfg.ResourcePrefix) + "/"}, nil
+}
+
+// Name names the controller in logs.
+func (a *Archiver) Name() string { return "archiver" }
+
+// HealthCheck fails while appends to the archive have failed for longer
+// than failingTooLong. It is for the controllers' liveness, never for
+// /readyz: a slow or absent archive must not take the API away.
+func (a *Archiver) HealthCheck() error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if !a.failingSince.IsZero() && a.cfg.Clock.Since(a.failingSince) > failingTooLong {
+		return fmt.Errorf("appends to the archive failing since %v", a.failingSince.UTC().Format(time.RFC3339))
+	}
+	return nil
+}
+
+// failing tells whether the last append failed.
+func (a *Archiver) failing() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return !a.failingSince.IsZero()
+}
+
+// Run archives until ctx is done: it connects, follows etcd from the
+// checkpoint, and starts over after any error, with a backoff.
+func (a *Archiver) Run(ctx context.Context) {
+	logger := klog.FromContext(ctx)
+	client, err := a.connect(ctx)
+	if err != nil {
+		return // ctx ended
+	}
+	defer func() { _ = client.Close() }()
+
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	wg.Go(func() { a.recordStats(ctx) })
+
+	backoff := wait.Backoff{Duration: 100 * time.Millisecond, Factor: 2, Jitter: 0.1, Steps: 10, Cap: 30 * time.Second}
+	relist := false
+	for ctx.Err() == nil {
+		err := a.follow(ctx, client, relist)
+		if ctx.Err() != nil {
+			return
+		}
+		if relist = errors.Is(err, errCompacted); relist {
+			logger.Info("Relisting", "reason", err.Error())
+			continue
+		}
+		delay := backoff.Step()
+		logger.Error(err, "Archiving interrupted; resuming from the checkpoint", "retryIn", delay)
+		select {
+		case <-ctx.Done():
+		case <-a.cfg.Clock.After(delay):
+		}
+	}
+}
+
+// connect makes the etcd client, retrying until it succeeds or ctx ends.
+func (a *Archiver) connect(ctx context.Context) (*clientv3.Client, error) {
+	var client *clientv3.Client
+	err := wait.PollUntilContextCancel(ctx, time.Second, true, func(ctx context.Context) (bool, error) {
+		var err error
+		if client, err = a.cfg.NewClient(); err != nil {
+			klog.FromContext(ctx).Error(err, "Connecting to etcd for archiving")
+			return false, nil
+		}
+		return true, nil
+	})
+	return client, err
+}
+
+// recordStats reads the archive's size into the metrics until ctx ends.
+func (a *Archiver) recordStats(ctx context.Context) {
+	wait.UntilWithContext(ctx, func(ctx context.Context) {
+		stats, err := a.cfg.Archive.Stats(ctx)
+		if err != nil {
+			if ctx.Err() == nil {
+				klog.FromContext(ctx).V(2).Info("Reading the archive's size failed", "err", err)
+			}
+			return
+		}
+		rows.Set(float64(stats.Rows))
+		diskBytes.Set(float64(stats.DiskBytes))
+	}, statsEvery)
+}
+
+// pending is a state received and not yet appended.
+type pending struct {
+	record   archive.Record
+	received time.Time
+}
+
+// errCompacted ends a follow whose checkpoint etcd has compacted past.
+var errCompacted = errors.New("etcd has compacted past the archive checkpoint")
+
+// follower is the state of one follow: what is appended, what is waiting.
+type follower struct {
+	*Archiver
+	client *clientv3.Client
+
+	batch   []pending
+	covered int64 // every state at or before it is appended or in batch
+	seen    int64 // the newest revision etcd has reported
+
+	// appended is the revision every state at or before which has been
+	// appended; the checkpoint loop makes it durable and writes it.
+	appended     atomic.Int64
+	checkpointed atomic.Int64
+}
+
+// follow archives from the checkpoint until ctx ends or an error; it first
+// archives every live event if there is no checkpoint or relist is set
+// (etcd compacted past the checkpoint).
+func (a *Archiver) follow(ctx context.Context, client *clientv3.Client, relist bool) error {
+	logger := klog.FromContext(ctx)
+	f := &follower{Archiver: a, client: client}
+	readCtx, cancel := context.WithTimeout(ctx, requestTimeout)
+	cp, ok, err := ReadCheckpoint(readCtx, client)
+	cancel()
+	if err != nil {
+		return err
+	}
+	start := cp.Revision
+	switch {
+	case !ok:
+		if start, err = f.relist(ctx, "no checkpoint"); err != nil {
+			return err
+		}
+	case relist:
+		if start, err = f.relist(ctx, errCompacted.Error()); err != nil {
+			return err
+		}
+	default:
+		logger.Info("Archiving from the checkpoint", "revision", cp.Revision)
+		f.checkpointed.Store(cp.Revision)
+	}
+	f.covered, f.seen = start, start
+	f.appended.Store(start)
+
+	checkpointCtx, stopCheckpoints := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Go(func() { f.checkpointLoop(checkpointCtx) })
+	defer func() {
+		stopCheckpoints()
+		wg.Wait()
+		f.finalCheckpoint(ctx)
+	}()
+
+	watchCtx, cancelWatch := context.WithCancel(clientv3.WithRequireLeader(ctx))
+	defer cancelWatch()
+	watch := client.Watch(watchCtx, f.keyPrefix, clientv3.WithPrefix(), clientv3.WithRev(start+1))
+
+	ticker := a.cfg.Clock.NewTicker(time.Second)
+	defer ticker.Stop()
+	var progressAskedAt time.Time
+	var flushTimer clock.Timer
+	var flushC <-chan time.Time
+	defer func() {
+		if flushTimer != nil {
+			flushTimer.Stop()
+		}
+	}()
+	for {
+		if len(f.batch) > 0 && flushC == nil {
+			flushTimer = a.cfg.Clock.NewTimer(a.cfg.BatchDelay)
+			flushC = flushTimer.C()
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case resp, open := <-watch:
+			if !open {
+				return errors.New("the etcd watch of events closed")
+			}
+			if resp.CompactRevision != 0 {
+				// What changed between the checkpoint and the compaction
+				// is gone from etcd; what is live now is archived next.
+				return fmt.Errorf("%w (compacted to %d)", errCompacted, resp.CompactRevision)
+			}
+			if err := resp.Err(); err != nil {
+				return fmt.Errorf("watching events in etcd: %w", err)
+			}
+			f.receive(ctx, resp)
+			if len(f.batch) >= a.cfg.BatchSize {
+				if err := f.flush(ctx); err != nil {
+					return err
+				}
+			}
+		case <-flushC:
+			flushC = nil
+			if err := f.flush(ctx); err != nil {
+				return err
+			}
+		case <-ticker.C():
+			if len(f.batch) == 0 && a.cfg.Clock.Since(progressAskedAt) >= progressEvery {
+				progressAskedAt = a.cfg.Clock.Now()
+				if err := client.RequestProgress(watchCtx); err != nil {
+					logger.V(2).Info("Asking etcd for the watch's progress failed", "err", err)
+				}
+			}
+			f.recordLag()
+		}
+	}
+}
+
+// receive adds a watch response's writes to the batch.
+func (f *follower) receive(ctx context.Context, resp clientv3.WatchResponse) {
+	f.seen = max(f.seen, resp.Header.Revision)
+	if resp.IsProgressNotify() {
+		// Every write up to the header's revision has been delivered.
+		f.covered = max(f.covered, resp.Header.Revision)
+		if len(f.batch) == 0 {
+			f.appended.Store(f.covered)
+		}
+		return
+	}
+	now := f.cfg.Clock.Now()
+	for _, ev := range resp.Events {
+		f.covered = max(f.covered, ev.Kv.ModRevision)
+		if ev.Type != mvccpb.PUT {
+			continue // an expiry or a delete: the state before it is archived
+		}
+		record, err := f.record(ctx, ev.Kv)
+		if err != nil {
+			decodeErrors.Inc()
+			klog.FromContext(ctx).Error(err, "Skipping an event the archiver cannot decode", "key", string(ev.Kv.Key), "revision", ev.Kv.ModRevision)
+			continue
+		}
+		f.batch = append(f.batch, pending{record: record, received: now})
+	}
+	if len(f.batch) == 0 {
+		f.appended.Store(f.covered)
+	}
+}
+
+// record decodes one stored state into its archive record.
+func (f *follower) record(ctx context.Context, kv *mvccpb.KeyValue) (archive.Record, error) {
+	data := kv.Value
+	if f.cfg.Transformer != nil {
+		key := path.Join("/", f.cfg.StoragePrefix, string(kv.Key))
+		plain, _, err := f.cfg.Transformer.TransformFromStorage(ctx, data, value.DefaultContext(key))
+		if err != nil {
+			return archive.Record{}, fmt.Errorf("decrypting: %w", err)
+		}
+		data = plain
+	}
+	obj, err := runtime.Decode(f.cfg.Codec, data)
+	if err != nil {
+		return archive.Record{}, err
+	}
+	event, ok := obj.(*core.Event)
+	if !ok {
+		return archive.Record{}, fmt.Errorf("decoded %T, not an event", obj)
+	}
+	return NewRecord(event, data, kv.ModRevision), nil
+}
+
+// flush appends the batch, retrying until the archive takes it or ctx
+// ends, and moves the appended revision to what the batch covered.
+func (f *follower) flush(ctx context.Context) error {
+	if len(f.batch) == 0 {
+		f.appended.Store(f.covered)
+		return nil
+	}
+	records := make([]archive.Record, len(f.batch))
+	for i, p := range f.batch {
+		records[i] = p.record
+	}
+	if err := f.appendRecords(ctx, records); err != nil {
+		return err
+	}
+	appendDelay.Observe(f.cfg.Clock.Since(f.batch[0].received).Seconds())
+	f.batch = f.batch[:0]
+	f.appended.Store(f.covered)
+	f.recordLag()
+	return nil
+}
+
+// appendRecords appends records, retrying with a backoff until the
+// archive takes them or ctx ends: states are never skipped.
+func (a *Archiver) appendRecords(ctx context.Context, records []archive.Record) error {
+	logger := klog.FromContext(ctx)
+	backoff := wait.Backoff{Duration: 100 * time.Millisecond, Factor: 2, Jitter: 0.1, Steps: 20, Cap: 10 * time.Second}
+	for {
+		err := a.cfg.Archive.Append(ctx, records)
+		a.mu.Lock()
+		if err == nil {
+			a.failingSince = time.Time{}
+		} else if a.failingSince.IsZero() {
+			a.failingSince = a.cfg.Clock.Now()
+		}
+		a.mu.Unlock()
+		if err == nil {
+			appendsTotal.WithLabelValues(resultSuccess).Inc()
+			appendedRecords.Add(float64(len(records)))
+			return nil
+		}
+		appendsTotal.WithLabelValues(resultError).Inc()
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		delay := backoff.Step()
+		logger.Error(err, "Appending to the archive failed; retrying", "records", len(records), "retryIn", delay)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-a.cfg.Clock.After(delay):
+		}
+	}
+}
+
+// relist archives every live event, page by page at one revision, and
+// checkpoints that revision.
+func (f *follower) relist(ctx context.Context, why string) (int64, error) {
+	logger := klog.FromContext(ctx)
+	logger.Info("Archiving every live event", "reason", why)
+	relists.Inc()
+	key, end := f.keyPrefix, clientv3.GetPrefixRangeEnd(f.keyPrefix)
+	var revision int64
+	count := 0
+	for {
+		opts := []clientv3.OpOption{clientv3.WithRange(end), clientv3.WithLimit(relistPageSize)}
+		if revision != 0 {
+			opts = append(opts, clientv3.WithRev(revision))
+		}
+		getCtx, cancel := context.WithTimeout(ctx, requestTimeout)
+		resp, err := f.client.Get(getCtx, key, opts...)
+		cancel()
+		if err != nil {
+			return 0, fmt.Errorf("listing events in etcd: %w", err)
+		}
+		if revision == 0 {
+			revision = resp.Header.Revision
+		}
+		records := make([]archive.Record, 0, len(resp.Kvs))
+		for _, kv := range resp.Kvs {
+			record, err := f.record(ctx, kv)
+			if err != nil {
+				decodeErrors.Inc()
+				logger.Error(err, "Skipping an event the archiver cannot decode", "key", string(kv.Key), "revision", kv.ModRevision)
+				continue
+			}
+			records = append(records, record)
+		}
+		if len(records) > 0 {
+			if err := f.appendRecords(ctx, records); err != nil {
+				return 0, err
+			}
+		}
+		count += len(records)
+		if !resp.More || len(resp.Kvs) == 0 {
+			break
+		}
+		key = string(resp.Kvs[len(resp.Kvs)-1].Key) + "\x00"
+	}
+	if err := f.checkpoint(ctx, revision); err != nil {
+		return 0, err
+	}
+	logger.Info("Archived every live event", "events", count, "revision", revision)
+	return revision, nil
+}
+
+// checkpointLoop makes the appended revision durable and writes it, at
+// most every checkpointEvery and, even idle, at least every
+// heartbeatEvery, until ctx ends.
+func (f *follower) checkpointLoop(ctx context.Context) {
+	ticker := f.cfg.Clock.NewTicker(checkpointEvery)
+	defer ticker.Stop()
+	var writtenAt time.Time
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C():
+		}
+		revision := f.appended.Load()
+		// Unmoved, the checkpoint is rewritten only as a heartbeat, and
+		// not while appends fail: its age is then how long the archive has
+		// been failing, which bounds how long it holds compaction back.
+		if revision == f.checkpointed.Load() && (f.cfg.Clock.Since(writtenAt) < heartbeatEvery || f.failing()) {
+			continue
+		}
+		if err := f.checkpoint(ctx, revision); err != nil {
+			if ctx.Err() == nil {
+				klog.FromContext(ctx).Error(err, "Writing the archive checkpoint failed; retrying", "revision", revision)
+			}
+			continue
+		}
+		writtenAt = f.cfg.Clock.Now()
+	}
+}
+
+// checkpoint waits until what is appended up to revision is durable in
+// the archive, then writes revision as the checkpoint.
+func (f *follower) checkpoint(ctx context.Context, revision int64) error {
+	if err := f.cfg.Archive.Sync(ctx); err != nil {
+		return fmt.Errorf("syncing the archive: %w", err)
+	}
+	writeCtx, cancel := context.WithTimeout(ctx, requestTimeout)
+	defer cancel()
+	if err := writeCheckpoint(writeCtx, f.client, Checkpoint{Revision: revision, Time: f.cfg.Clock.Now()}); err != nil {
+		return err
+	}
+	f.checkpointed.Store(revision)
+	checkpointRevision.Set(float64(revision))
+	return nil
+}
+
+// finalCheckpoint checkpoints what is appended when a follow ends, so that
+// a restart repeats as little as possible.
+func (f *follower) finalCheckpoint(ctx context.Context) {
+	revision := f.appended.Load()
+	if revision == f.checkpointed.Load() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), requestTimeout)
+	defer cancel()
+	if err := f.checkpoint(ctx, revision); err != nil {
+		klog.FromContext(ctx).Error(err, "Writing the archive checkpoint at stop failed", "revision", revision)
+	}
+}
+
+// recordLag sets the lag gauges.
+func (f *follower) recordLag() {
+	lagRevisions.Set(float64(max(f.seen-f.appended.Load(), 0)))
+	if len(f.batch) == 0 {
+		lagSeconds.Set(0)
+		return
+	}
+	lagSeconds.Set(f.cfg.Clock.Since(f.batch[0].received).Seconds())
+}

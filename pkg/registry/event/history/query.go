@@ -1,0 +1,209 @@
+/*
+Copyright The events-apiserver Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package history
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	eventconversion "github.com/kube-events/events-apiserver/pkg/conversion"
+)
+
+// MaxUnselectiveWindow is the longest window a history query may span
+// without a selective term (see selectiveFields): a query for every event
+// of a month reads a month of the archive, which no page of 100 is worth.
+const MaxUnselectiveWindow = 24 * time.Hour
+
+// selectiveFields are the fields whose = term picks out one object's
+// events: a query with one may span the whole retention.
+var selectiveFields = map[string]bool{
+	eventconversion.PrefixInvolvedObject + "name": true,
+	eventconversion.PrefixInvolvedObject + "uid":  true,
+	eventconversion.PrefixRelated + "name":        true,
+	eventconversion.PrefixRelated + "uid":         true,
+	eventconversion.FieldName:                     true,
+}
+
+// query is a history list: the window and the other terms of its field
+// selector.
+type query struct {
+	// since and until bound the window [since, until).
+	since, until time.Time
+	// rawSince and rawUntil are the terms as the client sent them, which a
+	// continue token is bound to (a relative "24h" means the window of the
+	// first page on every page).
+	rawSince, rawUntil string
+	// fields are the other terms, with the canonical labels.
+	fields fields.Requirements
+	// selector is the field selector without the history terms.
+	selector fields.Selector
+}
+
+// hasHistoryTerms tells whether a field selector names history.since or
+// history.until.
+func hasHistoryTerms(selector fields.Selector) bool {
+	if selector == nil {
+		return false
+	}
+	for _, r := range selector.Requirements() {
+		if r.Field == eventconversion.FieldHistorySince || r.Field == eventconversion.FieldHistoryUntil {
+			return true
+		}
+	}
+	return false
+}
+
+// parseQuery splits a list's field selector (its labels already the
+// canonical ones) into the history window and the other terms. It returns
+// false when the selector has no history.since: a plain list of the live
+// store. Errors name the field selector term at fault.
+func parseQuery(selector fields.Selector, now time.Time) (query, bool, error) {
+	if selector == nil {
+		return query{}, false, nil
+	}
+	var q query
+	var since, until *fields.Requirement
+	for _, r := range selector.Requirements() {
+		switch r.Field {
+		case eventconversion.FieldHistorySince, eventconversion.FieldHistoryUntil:
+			path := field.NewPath("fieldSelector").Child(r.Field)
+			if r.Operator != selection.Equals && r.Operator != selection.DoubleEquals {
+				return query{}, false, field.Invalid(path, string(r.Operator)+r.Value, "only = is supported")
+			}
+			target := &since
+			if r.Field == eventconversion.FieldHistoryUntil {
+				target = &until
+			}
+			if *target != nil {
+				return query{}, false, field.Duplicate(path, r.Value)
+			}
+			*target = &r
+		default:
+			q.fields = append(q.fields, r)
+		}
+	}
+	if since == nil {
+		if until != nil {
+			return query{}, false, field.Required(field.NewPath("fieldSelector").Child(eventconversion.FieldHistorySince),
+				"history.until reads the history only with history.since")
+		}
+		return query{}, false, nil
+	}
+	var err error
+	q.rawSince = since.Value
+	if q.since, err = parseWhen(eventconversion.FieldHistorySince, since.Value, now); err != nil {
+		return query{}, false, err
+	}
+	q.until = now
+	if until != nil {
+		q.rawUntil = until.Value
+		if q.until, err = parseWhen(eventconversion.FieldHistoryUntil, until.Value, now); err != nil {
+			return query{}, false, err
+		}
+	}
+	if !q.since.Before(q.until) {
+		return query{}, false, field.Invalid(field.NewPath("fieldSelector").Child(eventconversion.FieldHistorySince), since.Value,
+			fmt.Sprintf("must be before history.until (%s)", q.until.UTC().Format(time.RFC3339)))
+	}
+	q.selector = selectorOf(q.fields)
+	return q, true, nil
+}
+
+// checkWindow refuses a window too long for the query's terms.
+func (q query) checkWindow() error {
+	if q.until.Sub(q.since) <= MaxUnselectiveWindow {
+		return nil
+	}
+	for _, r := range q.fields {
+		if (r.Operator == selection.Equals || r.Operator == selection.DoubleEquals) && selectiveFields[r.Field] && r.Value != "" {
+			return nil
+		}
+	}
+	return field.Invalid(field.NewPath("fieldSelector").Child(eventconversion.FieldHistorySince), q.rawSince,
+		fmt.Sprintf("a window longer than %v needs a term that selects one object's events: "+
+			"regarding.name (involvedObject.name), regarding.uid, related.name, related.uid or metadata.name", MaxUnselectiveWindow))
+}
+
+// parseWhen reads a history term's value: a duration back from now (90m,
+// 24h, 7d) or an RFC 3339 time.
+func parseWhen(label, value string, now time.Time) (time.Time, error) {
+	path := field.NewPath("fieldSelector").Child(label)
+	if t, err := time.Parse(time.RFC3339Nano, value); err == nil {
+		return t, nil
+	}
+	d, err := parseDuration(value)
+	if err != nil || d <= 0 {
+		return time.Time{}, field.Invalid(path, value, "must be a positive duration back from now (90m, 24h, 7d) or an RFC 3339 time (2006-01-02T15:04:05Z)")
+	}
+	return now.Add(-d), nil
+}
+
+// parseDuration is time.ParseDuration with days: "7d", "1d12h".
+func parseDuration(s string) (time.Duration, error) {
+	days, rest, found := strings.Cut(s, "d")
+	if !found {
+		return time.ParseDuration(s)
+	}
+	n, err := strconv.ParseUint(days, 10, 16)
+	if err != nil {
+		return 0, err
+	}
+	d := time.Duration(n) * 24 * time.Hour
+	if rest != "" {
+		more, err := time.ParseDuration(rest)
+		if err != nil {
+			return 0, err
+		}
+		d += more
+	}
+	return d, nil
+}
+
+// selectorOf is the field selector of requirements, Everything when there
+// are none.
+func selectorOf(requirements fields.Requirements) fields.Selector {
+	if len(requirements) == 0 {
+		return fields.Everything()
+	}
+	selectors := make([]fields.Selector, 0, len(requirements))
+	for _, r := range requirements {
+		if r.Operator == selection.NotEquals {
+			selectors = append(selectors, fields.OneTermNotEqualSelector(r.Field, r.Value))
+		} else {
+			selectors = append(selectors, fields.OneTermEqualSelector(r.Field, r.Value))
+		}
+	}
+	return fields.AndSelectors(selectors...)
+}
+
+// binding is what a continue token is bound to: the namespace, the label
+// selector, the other field terms (sorted) and the history terms as sent.
+func (q query) binding(namespace, labelSelector string) string {
+	terms := make([]string, 0, len(q.fields))
+	for _, r := range q.fields {
+		terms = append(terms, r.Field+string(r.Operator)+r.Value)
+	}
+	sort.Strings(terms)
+	return strings.Join([]string{namespace, labelSelector, strings.Join(terms, ","), q.rawSince, q.rawUntil}, "\x00")
+}

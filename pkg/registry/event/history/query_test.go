@@ -1,0 +1,154 @@
+/*
+Copyright The events-apiserver Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package history
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/fields"
+
+	"github.com/kube-events/events-apiserver/pkg/archive"
+)
+
+var now = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+
+// TestParseQuery checks how a list's field selector splits into the
+// history window and the other terms, and the messages of bad ones.
+func TestParseQuery(t *testing.T) {
+	for _, tc := range []struct {
+		selector     string
+		history      bool
+		since, until time.Time
+		rest         string
+		err          string
+	}{
+		{selector: "", history: false},
+		{selector: "reason=BackOff", history: false},
+		{selector: "history.since=90m", history: true, since: now.Add(-90 * time.Minute), until: now, rest: ""},
+		{selector: "involvedObject.name=web-0,history.since=7d,reason!=x", history: true, since: now.Add(-7 * 24 * time.Hour), until: now,
+			rest: "involvedObject.name=web-0,reason!=x"},
+		{selector: "history.since=1d12h", history: true, since: now.Add(-36 * time.Hour), until: now},
+		{selector: "history.since==24h,history.until=2026-03-01T11:00:00Z", history: true,
+			since: now.Add(-24 * time.Hour), until: time.Date(2026, 3, 1, 11, 0, 0, 0, time.UTC)},
+		{selector: "history.since=2026-02-28T00:00:00.5+01:00", history: true,
+			since: time.Date(2026, 2, 27, 23, 0, 0, 5e8, time.UTC), until: now},
+		{selector: "history.until=1h", err: "fieldSelector.history.since: Required value"},
+		{selector: "history.since=yesterday", err: `fieldSelector.history.since: Invalid value: "yesterday": must be a positive duration`},
+		{selector: "history.since=0s", err: "fieldSelector.history.since: Invalid value"},
+		{selector: "history.since=-1h", err: "fieldSelector.history.since: Invalid value"},
+		{selector: "history.since=1h,history.until=x", err: `fieldSelector.history.until: Invalid value: "x"`},
+		{selector: "history.since=1h,history.since=2h", err: "fieldSelector.history.since: Duplicate value"},
+		{selector: "history.since!=1h", err: "only = is supported"},
+		{selector: "history.since=1h,history.until=2h", err: "must be before history.until"},
+	} {
+		t.Run(tc.selector, func(t *testing.T) {
+			selector, err := fields.ParseSelector(tc.selector)
+			if err != nil {
+				t.Fatal(err)
+			}
+			q, history, err := parseQuery(selector, now)
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("error %v, want one with %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if history != tc.history {
+				t.Fatalf("history %v, want %v", history, tc.history)
+			}
+			if !history {
+				return
+			}
+			if !q.since.Equal(tc.since) || !q.until.Equal(tc.until) {
+				t.Errorf("window [%v, %v), want [%v, %v)", q.since, q.until, tc.since, tc.until)
+			}
+			want, _ := fields.ParseSelector(tc.rest)
+			if diff := cmp.Diff(want.Requirements(), q.selector.Requirements()); diff != "" {
+				t.Errorf("other terms (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestCheckWindow checks the bound on windows without a selective term.
+func TestCheckWindow(t *testing.T) {
+	for _, tc := range []struct {
+		selector string
+		ok       bool
+	}{
+		{"history.since=24h", true},
+		{"history.since=25h", false},
+		{"reason=BackOff,history.since=7d", false},
+		{"involvedObject.name!=web-0,history.since=7d", false},
+		{"involvedObject.name=,history.since=7d", false},
+		{"involvedObject.name=web-0,history.since=30d", true},
+		{"related.uid=u,history.since=30d", true},
+		{"metadata.name=e1,history.since=30d", true},
+	} {
+		t.Run(tc.selector, func(t *testing.T) {
+			q, _, err := parseQuery(fields.ParseSelectorOrDie(tc.selector), now)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := q.checkWindow(); (err == nil) != tc.ok {
+				t.Errorf("checkWindow: %v, want ok %v", err, tc.ok)
+			}
+		})
+	}
+}
+
+// TestContinueToken checks that a token continues its own list only.
+func TestContinueToken(t *testing.T) {
+	q, _, err := parseQuery(fields.ParseSelectorOrDie("reason=BackOff,history.since=2h"), now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	binding := q.binding("ns", "")
+	cursor := archive.Cursor{Time: now.Add(-time.Minute + 123*time.Nanosecond), UID: "u-1"}
+	token := encodeToken(binding, q, cursor)
+
+	since, until, got, err := decodeToken(token, binding)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !since.Equal(q.since) || !until.Equal(q.until) || !got.Time.Equal(cursor.Time) || got.UID != cursor.UID {
+		t.Errorf("decoded [%v, %v) %+v, want [%v, %v) %+v", since, until, got, q.since, q.until, cursor)
+	}
+
+	other, _, _ := parseQuery(fields.ParseSelectorOrDie("reason=BackOff,history.since=3h"), now)
+	for name, b := range map[string]string{
+		"another namespace":      q.binding("other", ""),
+		"all namespaces":         q.binding("", ""),
+		"another label selector": q.binding("ns", "app=x"),
+		"another window":         other.binding("ns", ""),
+	} {
+		if _, _, _, err := decodeToken(token, b); err != errTokenBinding {
+			t.Errorf("%s: %v, want %v", name, err, errTokenBinding)
+		}
+	}
+	for _, bad := range []string{"", "garbage", token[:len(token)-3]} {
+		if _, _, _, err := decodeToken(bad, binding); err != errInvalidToken {
+			t.Errorf("token %q: %v, want %v", bad, err, errInvalidToken)
+		}
+	}
+}

@@ -1,0 +1,288 @@
+/*
+Copyright The events-apiserver Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+// Package history answers lists that ask for history: a list whose field
+// selector holds history.since=<when> (and optionally history.until=<when>)
+// reads the live store and the archive, and returns one item per event in
+// the window, its newest state, newest first, paginated with limit and
+// continue. Every other request, watches included, is the live store's:
+// informers and kubectl get -w see exactly what they always saw.
+package history
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
+	"k8s.io/apiserver/pkg/registry/rest"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	"github.com/kube-events/events-apiserver/pkg/apis/core"
+	"github.com/kube-events/events-apiserver/pkg/archive"
+	"github.com/kube-events/events-apiserver/pkg/archive/archiver"
+	eventstorage "github.com/kube-events/events-apiserver/pkg/registry/event/storage"
+)
+
+const (
+	// MaxPageSize is the most items a page of history holds; a larger
+	// limit gets pages of this size, each with its continue token.
+	MaxPageSize = 1000
+	// MaxInFlight is how many history lists the server answers at once;
+	// more are refused with 429 and a Retry-After.
+	MaxInFlight = 4
+	// retryAfterSeconds is the Retry-After of that 429.
+	retryAfterSeconds = 1
+)
+
+// REST is the events store with history: List reads the archive too when
+// asked; every other verb is the store's.
+type REST struct {
+	*eventstorage.REST
+	archive  archive.Archive
+	decoder  runtime.Decoder
+	clock    clock.PassiveClock
+	inFlight chan struct{}
+}
+
+var (
+	_ rest.StandardStorage      = &REST{}
+	_ rest.ShortNamesProvider   = &REST{}
+	_ rest.SingularNameProvider = &REST{}
+)
+
+// New returns the store with history from the archive; decoder is the
+// store's storage codec, which decodes the archive's records.
+func New(store *eventstorage.REST, a archive.Archive, decoder runtime.Decoder) *REST {
+	registerMetrics()
+	return &REST{REST: store, archive: a, decoder: decoder, clock: clock.RealClock{}, inFlight: make(chan struct{}, MaxInFlight)}
+}
+
+// Watch is the store's; a watch with history terms is refused: history is
+// what was, a watch follows what comes.
+func (r *REST) Watch(ctx context.Context, options *metainternalversion.ListOptions) (watch.Interface, error) {
+	if options != nil && hasHistoryTerms(options.FieldSelector) {
+		return nil, apierrors.NewBadRequest("fieldSelector: history.since and history.until are for lists only: " +
+			"a watch follows the live store; list with them, then watch without them")
+	}
+	return r.REST.Watch(ctx, options)
+}
+
+// DeleteCollection is the store's; history terms are refused, as the
+// archive is not deleted from.
+func (r *REST) DeleteCollection(ctx context.Context, deleteValidation rest.ValidateObjectFunc, options *metav1.DeleteOptions, listOptions *metainternalversion.ListOptions) (runtime.Object, error) {
+	if listOptions != nil && hasHistoryTerms(listOptions.FieldSelector) {
+		return nil, apierrors.NewBadRequest("fieldSelector: history.since and history.until are for lists only; the history is not deleted from")
+	}
+	return r.REST.DeleteCollection(ctx, deleteValidation, options, listOptions)
+}
+
+// List is the store's, unless the field selector holds history.since: then
+// it is a page of history (see the package comment).
+func (r *REST) List(ctx context.Context, options *metainternalversion.ListOptions) (runtime.Object, error) {
+	if options == nil {
+		return r.REST.List(ctx, options)
+	}
+	now := r.clock.Now()
+	q, ok, err := parseQuery(options.FieldSelector, now)
+	if err != nil {
+		historyLists.WithLabelValues(resultInvalid).Inc()
+		return nil, apierrors.NewBadRequest(err.Error())
+	}
+	if !ok {
+		return r.REST.List(ctx, options)
+	}
+	select {
+	case r.inFlight <- struct{}{}:
+		defer func() { <-r.inFlight }()
+	default:
+		historyLists.WithLabelValues(resultThrottled).Inc()
+		return nil, apierrors.NewTooManyRequests("too many history lists in flight; retry shortly", retryAfterSeconds)
+	}
+	start := r.clock.Now()
+	list, err := r.listHistory(ctx, options, q)
+	historyListDuration.Observe(r.clock.Since(start).Seconds())
+	historyLists.WithLabelValues(resultOf(err)).Inc()
+	return list, err
+}
+
+// item is one event of a history page, with its order key.
+type item struct {
+	event *core.Event
+	time  time.Time
+}
+
+func (i item) uid() string { return string(i.event.UID) }
+
+// newestFirst orders items by time, newest first, then by UID.
+func newestFirst(a, b item) int {
+	if c := b.time.Compare(a.time); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.uid(), b.uid())
+}
+
+// listHistory answers one page: the live events in the window after the
+// cursor, and the archive's, less those whose live state is in the window
+// (it is their newest), merged newest first: each event once, with its
+// newest state in the window.
+func (r *REST) listHistory(ctx context.Context, options *metainternalversion.ListOptions, q query) (runtime.Object, error) {
+	namespace := genericapirequest.NamespaceValue(ctx)
+	labelSelector := options.LabelSelector
+	if labelSelector == nil {
+		labelSelector = labels.Everything()
+	}
+	binding := q.binding(namespace, labelSelector.String())
+	var after *archive.Cursor
+	if options.Continue != "" {
+		since, until, cursor, err := decodeToken(options.Continue, binding)
+		if err != nil {
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("continue: %v", err))
+		}
+		q.since, q.until, after = since, until, &cursor
+	}
+	if err := q.checkWindow(); err != nil {
+		return nil, apierrors.NewBadRequest(err.Error())
+	}
+	limit := int(options.Limit)
+	unpaged := limit <= 0
+	if unpaged || limit > MaxPageSize {
+		limit = MaxPageSize
+	}
+
+	// The live store: every matching event, as a list without the
+	// history terms would return them.
+	liveOptions := options.DeepCopy()
+	liveOptions.FieldSelector = q.selector
+	liveOptions.Limit, liveOptions.Continue = 0, ""
+	liveOptions.ResourceVersion, liveOptions.ResourceVersionMatch = "", ""
+	liveObj, err := r.REST.List(ctx, liveOptions)
+	if err != nil {
+		return nil, err
+	}
+	liveList := liveObj.(*core.EventList)
+	// live are the events whose live state is in the window: theirs is
+	// the newest state in it, and the archive's states of them are older.
+	// An event whose live state left the window (written to after the
+	// first page's until) is answered by the archive with its newest
+	// state in the window, so that it keeps its place across pages.
+	live := make(map[string]bool, len(liveList.Items))
+	var items []item
+	for i := range liveList.Items {
+		event := &liveList.Items[i]
+		t := archiver.EventTime(event)
+		if t.Before(q.since) || !t.Before(q.until) {
+			continue
+		}
+		live[string(event.UID)] = true
+		if after != nil && after.Before(t, string(event.UID)) {
+			continue
+		}
+		items = append(items, item{event: event, time: t})
+	}
+
+	// The archive: pages until it has given limit events that are not
+	// live, or has no more.
+	aq := archive.Query{Namespace: namespace, Fields: q.fields, Since: q.since, Until: q.until, Limit: limit + 1, After: after}
+	archived, exhausted := 0, false
+	for archived <= limit {
+		page, err := r.archive.Query(ctx, aq)
+		if err != nil {
+			return nil, archiveError(ctx, err)
+		}
+		for _, record := range page.Records {
+			if live[record.UID] {
+				continue
+			}
+			event, err := r.decode(record)
+			if err != nil {
+				return nil, apierrors.NewInternalError(fmt.Errorf("decoding the archived event %s/%s: %w", record.Namespace, record.Name, err))
+			}
+			if !labelSelector.Matches(labels.Set(event.Labels)) {
+				continue
+			}
+			items = append(items, item{event: event, time: record.Time})
+			archived++
+		}
+		if page.Next == nil {
+			exhausted = true
+			break
+		}
+		aq.After = page.Next
+	}
+
+	slices.SortFunc(items, newestFirst)
+	more := len(items) > limit || !exhausted
+	if unpaged && more {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("limit: the history holds more than %d events for this query: "+
+			"list it in pages with limit and continue (kubectl does)", MaxPageSize))
+	}
+	if len(items) > limit {
+		items = items[:limit]
+	}
+	list := &core.EventList{Items: make([]core.Event, len(items))}
+	for i, it := range items {
+		list.Items[i] = *it.event
+	}
+	list.ResourceVersion = liveList.ResourceVersion
+	if more && len(items) > 0 {
+		last := items[len(items)-1]
+		list.Continue = encodeToken(binding, q, archive.Cursor{Time: last.time, UID: last.uid()})
+	}
+	return list, nil
+}
+
+// decode reads an archived state into the internal Event, with the
+// resourceVersion it was written at.
+func (r *REST) decode(record archive.Record) (*core.Event, error) {
+	obj, err := runtime.Decode(r.decoder, record.Object)
+	if err != nil {
+		return nil, err
+	}
+	event, ok := obj.(*core.Event)
+	if !ok {
+		return nil, fmt.Errorf("decoded %T, not an event", obj)
+	}
+	event.ResourceVersion = record.ResourceVersion
+	return event, nil
+}
+
+// archiveError is the API error of a failed archive query: 503 when the
+// archive cannot answer completely (never a short page), 400 for a query
+// it refuses.
+func archiveError(ctx context.Context, err error) error {
+	switch {
+	case errors.Is(err, archive.ErrInvalidQuery):
+		return apierrors.NewBadRequest(err.Error())
+	case errors.Is(err, archive.ErrUnavailable):
+		klog.FromContext(ctx).Error(err, "History query failed: archive unavailable")
+		return apierrors.NewServiceUnavailable("the event history is unavailable right now; the live events are: list without history.since")
+	case ctx.Err() != nil:
+		return apierrors.NewTimeoutError("the history query did not finish in time", retryAfterSeconds)
+	default:
+		return apierrors.NewInternalError(fmt.Errorf("querying the event history: %w", err))
+	}
+}
