@@ -38,7 +38,57 @@ https://events-etcd-0.events-etcd-peer.events-apiserver.svc:2379,https://events-
 {{- if and (not .Values.certificates.certManager) (not .Values.certificates.caBundle) }}
 {{- fail "certificates.certManager false needs certificates.caBundle" }}
 {{- end }}
-{{- if .Values.history.enabled }}
-{{- fail "history.enabled: the history archive is not in this chart yet" }}
+{{- if and .Values.history.enabled (not (has .Values.history.layout (list "single" "cluster"))) }}
+{{- fail (printf "history.layout %q: want single or cluster" .Values.history.layout) }}
 {{- end }}
+{{- end }}
+
+{{/* The selector labels of the archive's address: the single node or the cluster's front nodes. */}}
+{{- define "events-apiserver.archiveSelector" -}}
+app.kubernetes.io/component: archive
+app.kubernetes.io/name: events-victorialogs
+{{- end }}
+
+{{/* The selector labels of the cluster's storage nodes. */}}
+{{- define "events-apiserver.archiveStorageSelector" -}}
+app.kubernetes.io/component: archive-storage
+app.kubernetes.io/name: events-vlstorage
+{{- end }}
+
+{{/* The selector labels of the archive's StatefulSet: the single node or the storage nodes. */}}
+{{- define "events-apiserver.archiveNodeSelector" -}}
+{{- if eq .Values.history.layout "cluster" -}}
+{{ include "events-apiserver.archiveStorageSelector" . }}
+{{- else -}}
+{{ include "events-apiserver.archiveSelector" . }}
+{{- end }}
+{{- end }}
+
+{{/* The probes of every victoria-logs container. */}}
+{{- define "events-apiserver.victorialogsProbes" -}}
+livenessProbe:
+  httpGet:
+    port: http
+    path: /health
+  periodSeconds: 10
+  timeoutSeconds: 5
+  failureThreshold: 6
+readinessProbe:
+  httpGet:
+    port: http
+    path: /health
+  periodSeconds: 5
+  timeoutSeconds: 5
+{{- end }}
+
+{{/* The securityContext of every victoria-logs container. */}}
+{{- define "events-apiserver.victorialogsContainerSecurity" -}}
+securityContext:
+  allowPrivilegeEscalation: false
+  readOnlyRootFilesystem: true
+  runAsNonRoot: true
+  capabilities:
+    drop: ["ALL"]
+  seccompProfile:
+    type: RuntimeDefault
 {{- end }}

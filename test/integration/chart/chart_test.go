@@ -196,8 +196,9 @@ components:
 		values  []string
 	}{
 		{name: "default", overlay: filepath.Join(root, "artifacts", "overlays", "default")},
-		{name: "offload", overlay: filepath.Join(root, "artifacts", "overlays", "offload"), values: []string{"mode=offload"}},
-		{name: "external etcd", overlay: filepath.Join(root, "artifacts", "overlays", "external-etcd"), values: []string{"etcd.bundled=false"}},
+		{name: "offload", overlay: filepath.Join(root, "artifacts", "overlays", "offload"), values: []string{"mode=offload", "history.enabled=false"}},
+		{name: "external etcd", overlay: filepath.Join(root, "artifacts", "overlays", "external-etcd"), values: []string{"etcd.bundled=false", "history.enabled=false"}},
+		{name: "victorialogs cluster", overlay: filepath.Join(root, "artifacts", "overlays", "victorialogs-cluster"), values: []string{"history.layout=cluster"}},
 		{name: "kube v1 preferred", overlay: variant, values: []string{"kubeV1Preferred=true"}},
 	}
 	k := kubectl(t)
@@ -237,7 +238,7 @@ func TestChartRefuses(t *testing.T) {
 		{"offload without cert-manager", []string{"mode=offload", "certificates.certManager=false", "certificates.caBundle=x"}, "mode offload needs certificates.certManager"},
 		{"no cert-manager and no caBundle", []string{"certificates.certManager=false"}, "needs certificates.caBundle"},
 		{"an unknown mode", []string{"mode=proxy"}, `mode "proxy": want mirror or offload`},
-		{"the history archive", []string{"history.enabled=true"}, "history archive is not in this chart yet"},
+		{"an unknown history layout", []string{"history.layout=replicated"}, `history.layout "replicated": want single or cluster`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
