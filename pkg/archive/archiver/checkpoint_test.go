@@ -17,16 +17,14 @@ limitations under the License.
 package archiver
 
 import (
-	"fmt"
-	"net"
-	"net/url"
 	"testing"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.etcd.io/etcd/server/v3/embed"
 	"go.uber.org/zap"
 	"k8s.io/klog/v2/ktesting"
+
+	"github.com/kube-events/events-apiserver/test/harness"
 )
 
 // TestCompactionHold checks what the checkpoint holds compaction back to:
@@ -63,42 +61,14 @@ func TestCompactionHold(t *testing.T) {
 	}
 }
 
-// startEtcd runs an etcd in this process for the test.
+// startEtcd runs the envtest etcd for the test and returns a client of it.
 func startEtcd(t *testing.T) *clientv3.Client {
 	t.Helper()
-	cfg := embed.NewConfig()
-	cfg.Dir = t.TempDir()
-	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.NewNop())
-	cfg.UnsafeNoFsync = true
-	client, peer := freeURL(t), freeURL(t)
-	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{client}, []url.URL{client}
-	cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{peer}, []url.URL{peer}
-	cfg.InitialCluster = cfg.InitialClusterFromName(cfg.Name)
-	cfg.ListenMetricsUrls = nil
-	e, err := embed.StartEtcd(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(e.Close)
-	select {
-	case <-e.Server.ReadyNotify():
-	case <-time.After(time.Minute):
-		t.Fatal("etcd not ready in 1m")
-	}
-	c, err := clientv3.New(clientv3.Config{Endpoints: []string{client.String()}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	etcd := harness.StartTestEtcd(t)
+	c, err := clientv3.New(clientv3.Config{Endpoints: etcd.Endpoints, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = c.Close() })
 	return c
-}
-
-func freeURL(t *testing.T) url.URL {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return url.URL{Scheme: "http", Host: fmt.Sprintf("127.0.0.1:%d", l.Addr().(*net.TCPAddr).Port)}
 }
