@@ -45,6 +45,18 @@ type version struct {
 	list  func(ctx context.Context, c kubernetes.Interface, namespace string, opts metav1.ListOptions) ([]runtime.Object, string, error)
 }
 
+// objects are pointers to a typed list's items, as runtime.Objects.
+func objects[T any, PT interface {
+	*T
+	runtime.Object
+}](items []T) []runtime.Object {
+	out := make([]runtime.Object, len(items))
+	for i := range items {
+		out[i] = PT(&items[i])
+	}
+	return out
+}
+
 var versions = []version{
 	{
 		name:  "core/v1",
@@ -54,11 +66,7 @@ var versions = []version{
 			if err != nil {
 				return nil, "", err
 			}
-			out := make([]runtime.Object, len(list.Items))
-			for i := range list.Items {
-				out[i] = &list.Items[i]
-			}
-			return out, list.Continue, nil
+			return objects(list.Items), list.Continue, nil
 		},
 	},
 	{
@@ -69,11 +77,7 @@ var versions = []version{
 			if err != nil {
 				return nil, "", err
 			}
-			out := make([]runtime.Object, len(list.Items))
-			for i := range list.Items {
-				out[i] = &list.Items[i]
-			}
-			return out, list.Continue, nil
+			return objects(list.Items), list.Continue, nil
 		},
 	},
 	{
@@ -84,11 +88,7 @@ var versions = []version{
 			if err != nil {
 				return nil, "", err
 			}
-			out := make([]runtime.Object, len(list.Items))
-			for i := range list.Items {
-				out[i] = &list.Items[i]
-			}
-			return out, list.Continue, nil
+			return objects(list.Items), list.Continue, nil
 		},
 	},
 }
