@@ -26,7 +26,7 @@ lint: ## Run golangci-lint (.golangci.yml) and logcheck (structured, contextual 
 	hack/verify-lint.sh
 
 .PHONY: test
-test: ## Run everything CI runs: make verify (static checks, linters, unit tests -race), integration, image and fault suites, fuzzing, benchmark smokes.
+test: ## Run everything CI runs: make verify (static checks, linters, unit tests -race), integration, image and fault suites, fuzzing, benchmark smokes, the end-to-end suite (as root).
 	hack/test.sh
 
 .PHONY: test-unit

@@ -116,6 +116,10 @@ build_etcd_static() {
   rm -rf "${work}"
 }
 
+# Held while building, as in hack/envtest-assets.sh: make test builds these in
+# the background while the e2e suite may already ask for them.
+exec 9>"${assets}/.cluster.lock"
+flock 9
 missing=false
 for cmd in "${kube_cmds[@]}"; do [[ -x "${assets}/${cmd}" ]] || missing=true; done
 if ${missing}; then

@@ -19,6 +19,19 @@ mkdir -p "${assets}"
 
 log() { echo "envtest-assets: $*" >&2; }
 
+# locked NAME CMD...: runs CMD holding .cache/envtest/<versions>/.NAME.lock,
+# so that two builds of the same binaries (make test builds the cluster's in
+# the background while the tests ask for these) wait for each other instead
+# of sharing a work directory.
+locked() {
+  local name="$1"
+  shift
+  (
+    flock 9
+    "$@"
+  ) 9>"${assets}/.${name}.lock"
+}
+
 build_kube_apiserver() {
   local work="${root}/.cache/envtest/build-kube-apiserver"
   rm -rf "${work}" && mkdir -p "${work}"
@@ -75,13 +88,21 @@ build_etcd() {
   rm -rf "${work}"
 }
 
-if [[ ! -x "${assets}/etcd" ]]; then
-  log "building etcd ${ETCD_VERSION} (about 30s)"
-  build_etcd
-fi
+need_etcd() {
+  if [[ ! -x "${assets}/etcd" ]]; then
+    log "building etcd ${ETCD_VERSION} (about 30s)"
+    build_etcd
+  fi
+}
+need_kube() {
+  if [[ ! -x "${assets}/kube-apiserver" || ! -x "${assets}/kubectl" ]]; then
+    log "building kube-apiserver and kubectl ${KUBE_VERSION} (about 5 minutes on 2 cores, cached afterwards)"
+    build_kube_apiserver
+  fi
+}
+locked etcd need_etcd
 # --etcd-only: the unit tests need no more (hack/test-unit.sh).
-if [[ "${1:-}" != "--etcd-only" ]] && [[ ! -x "${assets}/kube-apiserver" || ! -x "${assets}/kubectl" ]]; then
-  log "building kube-apiserver and kubectl ${KUBE_VERSION} (about 5 minutes on 2 cores, cached afterwards)"
-  build_kube_apiserver
+if [[ "${1:-}" != "--etcd-only" ]]; then
+  locked kube need_kube
 fi
 echo "${assets}"

@@ -4,14 +4,33 @@
 # kube-apiserver and kubectl binaries that hack/envtest-assets.sh builds from
 # Go modules on first use (cached after), and the image test (test/image:
 # builds the image and runs it non-root on a read-only root filesystem), the
-# fault suite (test/faults) and a short fuzzing run of every fuzz target.
+# fault suite (test/faults), a short fuzzing run of every fuzz target, the
+# benchmark smokes and, last, the end-to-end suite on a one-node cluster
+# (test/e2e, as root).
+#
+# The cluster's binaries (hack/cluster-assets.sh, about 15 minutes of CPU
+# cold) build in the background at the lowest priority from the start, on
+# the CPU the tests leave idle while they wait on servers; the build scripts
+# lock what they build, so a suite that needs a binary first waits for it.
 set -o errexit -o nounset -o pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "${ROOT}"
 
+# phase NAME: prints the time since the start beside each phase's name.
+phase() { printf 'test: [%dm%02ds] %s\n' $((SECONDS / 60)) $((SECONDS % 60)) "$*"; }
+
+mkdir -p .cache
+cluster_log=.cache/cluster-assets.log
+phase "cluster binaries for test/e2e, in the background (log: ${cluster_log})"
+# setsid: its own process group, so that an early failure stops the build too.
+setsid nice -n 19 hack/cluster-assets.sh >"${cluster_log}" 2>&1 &
+cluster_assets=$!
+trap 'kill -- -"${cluster_assets}" 2>/dev/null || true' EXIT
+
+phase "verify"
 hack/verify.sh
 
-echo "test: envtest assets"
+phase "envtest assets"
 KUBEBUILDER_ASSETS="$(hack/envtest-assets.sh)"
 export KUBEBUILDER_ASSETS
 # Tests run the kubectl that matches the kube-apiserver they talk to.
@@ -20,11 +39,11 @@ export PATH="${KUBEBUILDER_ASSETS}:${PATH}"
 VICTORIALOGS_ASSETS="$(hack/victorialogs-assets.sh)"
 export VICTORIALOGS_ASSETS
 
-echo "test: go test ./test/... (integration and image)"
+phase "go test ./test/... (integration and image)"
 go test -count=1 -timeout 45m $(go list ./test/... | grep -v -e '/test/faults$' -e '/test/e2e')
 
 # The fault suite prints its table (-v); about 4 minutes on 2 cores.
-echo "test: fault suite (test/faults)"
+phase "fault suite (test/faults)"
 go test -count=1 -timeout 15m -v ./test/faults
 
 # Go native fuzzing, bounded by executions, not by time: a -fuzztime
@@ -32,13 +51,23 @@ go test -count=1 -timeout 15m -v ./test/faults
 # target that found nothing ("context deadline exceeded", go.dev/issue/75804,
 # fixed in Go 1.27). Every go test also replays the committed corpus
 # (pkg/apiserver/testdata/fuzz).
-echo "test: fuzz, ${FUZZ_EXECS:=5000x} executions per target"
+phase "fuzz, ${FUZZ_EXECS:=5000x} executions per target"
 for target in FuzzDecodeJSON FuzzDecodeProtobuf FuzzFieldSelector; do
 	go test -run '^$' -fuzz "^${target}\$" -fuzztime "${FUZZ_EXECS}" -fuzzminimizetime 200x ./pkg/apiserver
 done
 
-echo "test: storm benchmark, smoke form (5s per run; make bench-storm runs 60s)"
+phase "storm benchmark, smoke form (5s per run; make bench-storm runs 60s)"
 go test -count=1 -timeout 5m ./test/integration/storm -run '^$' -bench BenchmarkStorm -benchtime 1x -storm.duration 5s
 
-echo "test: mirror benchmark, smoke form (2,000 events, 100/s for 10s; budget 1 minute)"
+phase "mirror benchmark, smoke form (2,000 events, 100/s for 10s; budget 1 minute)"
 hack/bench-mirror.sh --smoke
+
+phase "end-to-end suite (test/e2e): waiting for the cluster binaries"
+if ! wait "${cluster_assets}"; then
+  cat "${cluster_log}" >&2
+  echo "test: hack/cluster-assets.sh failed" >&2
+  exit 1
+fi
+phase "end-to-end suite (test/e2e)"
+go test -count=1 -timeout 40m -v ./test/e2e
+phase "done"
