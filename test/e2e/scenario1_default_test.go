@@ -342,8 +342,10 @@ func TestDefaultOverlay(t *testing.T) {
 		logf(t, "steady pod %s: reasons %v", p.Name, reasons(events))
 	}
 
-	// The crash loop's BackOff repeats: a series (or a count) that grows
-	// while the pod lives.
+	// The crash loop's BackOff repeats. The kubelet (v1.37) records with
+	// client-go's core/v1 recorder (tools/record), which reports a repeat
+	// as a growing count, never as a series: its events read back with
+	// deprecatedCount and no series, as from kube-apiserver.
 	backOffState := func() (eventItem, error) {
 		events, err := podEvents(ctx, "", workloadNamespace, "crashloop")
 		return byReason(events, "BackOff"), err
@@ -352,18 +354,88 @@ func TestDefaultOverlay(t *testing.T) {
 	if err := wait.PollUntilContextTimeout(ctx, 2*time.Second, 3*time.Minute, true, func(context.Context) (bool, error) {
 		var err error
 		backOff, err = backOffState()
-		return err == nil && (backOff.Series != nil || backOff.DeprecatedCount > 1), nil
+		return err == nil && backOff.DeprecatedCount > 1, nil
 	}); err != nil {
 		t.Fatalf("crashloop BackOff never repeated: %+v", backOff)
 	}
 	logf(t, "crashloop BackOff while the pod lives: count=%d series=%+v", backOff.DeprecatedCount, backOff.Series)
-	if backOff.Series != nil && backOff.Series.State != "Ongoing" {
-		t.Errorf("crashloop BackOff series state %q while the pod lives, want Ongoing", backOff.Series.State)
+	if backOff.Series != nil {
+		t.Errorf("crashloop BackOff: series %+v from the kubelet's core/v1 recorder, want none (a count)", *backOff.Series)
 	}
 	mustKubectl(t, ctx, "-n", workloadNamespace, "delete", "pod", "crashloop", "--wait=true", "--timeout=2m")
-	after, err := backOffState()
-	if err != nil {
-		t.Fatal(err)
+
+	schedulerSeries(t, ctx)
+}
+
+// schedulerSeries: the scheduler records with client-go's events.k8s.io
+// recorder (tools/events), which turns a repeat into a series. A pod no
+// node can take fails to schedule again each time the node's labels
+// change; the second failure makes FailedScheduling a series, which the
+// server marks Ongoing (the recorder never sets a state; it sends its
+// final write six minutes after the last failure, which makes it
+// Finished, longer than this suite waits).
+func schedulerSeries(t *testing.T, ctx context.Context) {
+	t.Helper()
+	c := suite.cluster
+	applyYAML(t, ctx, fmt.Sprintf(`apiVersion: v1
+kind: Pod
+metadata:
+  name: unschedulable
+  namespace: %s
+spec:
+  terminationGracePeriodSeconds: 1
+  nodeSelector: {events-e2e/absent: "true"}
+  containers:
+  - name: never
+    image: %s
+    imagePullPolicy: IfNotPresent
+`, workloadNamespace, sandboxImage))
+	waitReasons(t, ctx, "unschedulable", []string{"FailedScheduling"}, 2*time.Minute)
+	nodes, err := c.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil || len(nodes.Items) != 1 {
+		t.Fatalf("nodes: %v, %d", err, len(nodes.Items))
 	}
-	logf(t, "crashloop BackOff after the pod was deleted: count=%d series=%+v", after.DeprecatedCount, after.Series)
+	node := nodes.Items[0].Name
+	var failed eventItem
+	relabels := 0
+	err = wait.PollUntilContextTimeout(ctx, 2*time.Second, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		events, err := podEvents(ctx, "", workloadNamespace, "unschedulable")
+		if err != nil {
+			return false, nil
+		}
+		// The recorder's key holds the pod's resourceVersion: the first
+		// failure, before the scheduler updates the pod's status, stays a
+		// singleton of its own.
+		for _, e := range events {
+			if e.Reason == "FailedScheduling" && (failed.Series == nil || e.Series != nil) {
+				failed = e
+			}
+		}
+		if failed.Series != nil && failed.Series.State != "" {
+			return true, nil
+		}
+		// A label change is a node update the scheduler retries
+		// unschedulable pods on.
+		relabels++
+		_, err = kubectl(ctx, "", "label", "node", node, fmt.Sprintf("events-e2e/retry=%d", relabels), "--overwrite")
+		return false, err
+	})
+	if err != nil {
+		t.Fatalf("FailedScheduling never became a series after %d node label changes: %+v (%v)", relabels, failed, err)
+	}
+	logf(t, "unschedulable: FailedScheduling by %s action=%q series{count=%d state=%s} after %d node label changes",
+		failed.ReportingController, failed.Action, failed.Series.Count, failed.Series.State, relabels)
+	if diff := cmp.Diff([]string{"default-scheduler", "Scheduling", "Ongoing"}, []string{failed.ReportingController, failed.Action, failed.Series.State}); diff != "" {
+		t.Errorf("FailedScheduling (-want +got):\n%s", diff)
+	}
+	if failed.Series.Count < 2 {
+		t.Errorf("FailedScheduling series count %d, want at least 2", failed.Series.Count)
+	}
+	onState := mustKubectl(t, ctx, "get", "events.events.k8s.io", "-n", workloadNamespace,
+		"--field-selector", "regarding.name=unschedulable,series.state=Ongoing", "-o", "name")
+	if !strings.Contains(onState, failed.Metadata.Name) {
+		t.Errorf("series.state=Ongoing selector: want %s, got %q", failed.Metadata.Name, onState)
+	}
+	mustKubectl(t, ctx, "-n", workloadNamespace, "delete", "pod", "unschedulable", "--wait=true", "--timeout=2m")
+	mustKubectl(t, ctx, "label", "node", node, "events-e2e/retry-")
 }
