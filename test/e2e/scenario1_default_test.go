@@ -77,6 +77,22 @@ func applyYAML(t *testing.T, ctx context.Context, manifests string) {
 	mustKubectl(t, ctx, "apply", "-f", f)
 }
 
+// ensureNamespace creates namespace and waits for its default
+// ServiceAccount: until the controller-manager has made it, kube-apiserver
+// refuses pods there (403, "error looking up service account"), as it does
+// for any user who creates a namespace and a pod at once.
+func ensureNamespace(t *testing.T, ctx context.Context, namespace string) {
+	t.Helper()
+	applyYAML(t, ctx, fmt.Sprintf("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: %s\n", namespace))
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		_, err := suite.cluster.Client.CoreV1().ServiceAccounts(namespace).Get(ctx, "default", metav1.GetOptions{})
+		return err == nil, nil
+	})
+	if err != nil {
+		t.Fatalf("namespace %s: no default ServiceAccount: %v", namespace, err)
+	}
+}
+
 // etcdVolumes makes the bundled etcd's three PersistentVolumes: a one-node
 // cluster has no provisioner. hostPath directories owned by the members'
 // user (fsGroup does not apply to hostPath).
@@ -299,6 +315,7 @@ func TestDefaultOverlay(t *testing.T) {
 	// A loopback port nothing listens on: the pull fails without leaving
 	// the sandbox.
 	missing := fmt.Sprintf("127.0.0.1:%d/missing:v1", freeport.Port(t))
+	ensureNamespace(t, ctx, workloadNamespace)
 	applyYAML(t, ctx, workload(missing))
 	mustKubectl(t, ctx, "-n", workloadNamespace, "rollout", "status", "deployment/steady", "--timeout=3m")
 	mustKubectl(t, ctx, "-n", workloadNamespace, "scale", "deployment/steady", "--replicas=3")

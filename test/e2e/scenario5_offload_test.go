@@ -109,6 +109,7 @@ func TestOffloadOverlay(t *testing.T) {
 	logf(t, "offload: APIService Available after %s", time.Since(start).Round(time.Second))
 
 	const ns = "e2e-offload"
+	ensureNamespace(t, ctx, ns)
 	applyYAML(t, ctx, fmt.Sprintf(`apiVersion: v1
 kind: Namespace
 metadata:
