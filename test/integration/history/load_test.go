@@ -136,6 +136,20 @@ func (l *load) newestRevision() int64 {
 	return l.newest
 }
 
+// acknowledgedAfter is the names of the creates acknowledged so far at a
+// resourceVersion after rv.
+func (l *load) acknowledgedAfter(rv int64) []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var names []string
+	for name, at := range l.acknowledged {
+		if at > rv {
+			names = append(names, name)
+		}
+	}
+	return names
+}
+
 // halt stops the writers and waits for them; it returns the acknowledged
 // creates, by name, and how many creates failed.
 func (l *load) halt() (map[string]int64, int) {
