@@ -104,6 +104,10 @@ type Archiver struct {
 
 	mu           sync.Mutex
 	failingSince time.Time // zero while appends succeed
+
+	// checkpoints counts the checkpoints written, so that Run can tell a
+	// follow that made progress from one that failed at once.
+	checkpoints atomic.Int64
 }
 
 // New returns an Archiver for cfg.
@@ -160,10 +164,18 @@ func (a *Archiver) Run(ctx context.Context) {
 	defer wg.Wait()
 	wg.Go(func() { a.recordStats(ctx) })
 
-	backoff := wait.Backoff{Duration: 100 * time.Millisecond, Factor: 2, Jitter: 0.1, Steps: 10, Cap: 30 * time.Second}
+	newBackoff := func() wait.Backoff {
+		return wait.Backoff{Duration: 100 * time.Millisecond, Factor: 2, Jitter: 0.1, Steps: 10, Cap: 30 * time.Second}
+	}
+	backoff := newBackoff()
 	relist := false
 	for ctx.Err() == nil {
+		checkpoints := a.checkpoints.Load()
 		err := a.follow(ctx, client, relist)
+		if a.checkpoints.Load() > checkpoints {
+			// It made progress: the next interruption is a new one.
+			backoff = newBackoff()
+		}
 		if ctx.Err() != nil {
 			return
 		}
@@ -218,6 +230,13 @@ type pending struct {
 // errCompacted ends a follow whose checkpoint etcd has compacted past.
 var errCompacted = errors.New("etcd has compacted past the archive checkpoint")
 
+// errUnconfirmed ends a follow once the archive failed an Append or a
+// Sync: it may have lost what it took since the last Sync (an engine that
+// crashed before its flush keeps nothing of it), so no checkpoint goes
+// past that, not even the final one, and the next follow appends it again
+// from the checkpoint.
+var errUnconfirmed = errors.New("the archive failed; appending again from the checkpoint what it took since")
+
 // follower is the state of one follow: what is appended, what is waiting.
 type follower struct {
 	*Archiver
@@ -231,14 +250,17 @@ type follower struct {
 	// appended; the checkpoint loop makes it durable and writes it.
 	appended     atomic.Int64
 	checkpointed atomic.Int64
+	// unconfirmed receives the checkpoint loop's error when a checkpoint
+	// failed (see errUnconfirmed).
+	unconfirmed chan error
 }
 
 // follow archives from the checkpoint until ctx ends or an error; it first
 // archives every live event if there is no checkpoint or relist is set
 // (etcd compacted past the checkpoint).
-func (a *Archiver) follow(ctx context.Context, client *clientv3.Client, relist bool) error {
+func (a *Archiver) follow(ctx context.Context, client *clientv3.Client, relist bool) (err error) {
 	logger := klog.FromContext(ctx)
-	f := &follower{Archiver: a, client: client}
+	f := &follower{Archiver: a, client: client, unconfirmed: make(chan error, 1)}
 	readCtx, cancel := context.WithTimeout(ctx, requestTimeout)
 	cp, ok, err := ReadCheckpoint(readCtx, client)
 	cancel()
@@ -268,7 +290,9 @@ func (a *Archiver) follow(ctx context.Context, client *clientv3.Client, relist b
 	defer func() {
 		stopCheckpoints()
 		wg.Wait()
-		f.finalCheckpoint(ctx)
+		if !errors.Is(err, errUnconfirmed) {
+			f.finalCheckpoint(ctx)
+		}
 	}()
 
 	watchCtx, cancelWatch := context.WithCancel(clientv3.WithRequireLeader(ctx))
@@ -293,6 +317,8 @@ func (a *Archiver) follow(ctx context.Context, client *clientv3.Client, relist b
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
+		case err := <-f.unconfirmed:
+			return fmt.Errorf("%w: %w", errUnconfirmed, err)
 		case resp, open := <-watch:
 			if !open {
 				return errors.New("the etcd watch of events closed")
@@ -402,10 +428,13 @@ func (f *follower) flush(ctx context.Context) error {
 }
 
 // appendRecords appends records, retrying with a backoff until the
-// archive takes them or ctx ends: states are never skipped.
+// archive takes them or ctx ends: states are never skipped. If the archive
+// failed an attempt, it then returns errUnconfirmed: what it took before
+// may be lost.
 func (a *Archiver) appendRecords(ctx context.Context, records []archive.Record) error {
 	logger := klog.FromContext(ctx)
 	backoff := wait.Backoff{Duration: 100 * time.Millisecond, Factor: 2, Jitter: 0.1, Steps: 20, Cap: 10 * time.Second}
+	failed := false
 	for {
 		err := a.cfg.Archive.Append(ctx, records)
 		a.mu.Lock()
@@ -418,8 +447,12 @@ func (a *Archiver) appendRecords(ctx context.Context, records []archive.Record) 
 		if err == nil {
 			appendsTotal.WithLabelValues(resultSuccess).Inc()
 			appendedRecords.Add(float64(len(records)))
+			if failed {
+				return fmt.Errorf("%w: appends failed until now", errUnconfirmed)
+			}
 			return nil
 		}
+		failed = true
 		appendsTotal.WithLabelValues(resultError).Inc()
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -487,7 +520,8 @@ func (f *follower) relist(ctx context.Context, why string) (int64, error) {
 
 // checkpointLoop makes the appended revision durable and writes it, at
 // most every checkpointEvery and, even idle, at least every
-// heartbeatEvery, until ctx ends.
+// heartbeatEvery, until ctx ends or a checkpoint fails: then it hands the
+// error to the follow, through f.unconfirmed, and writes no more.
 func (f *follower) checkpointLoop(ctx context.Context) {
 	ticker := f.cfg.Clock.NewTicker(checkpointEvery)
 	defer ticker.Stop()
@@ -507,9 +541,10 @@ func (f *follower) checkpointLoop(ctx context.Context) {
 		}
 		if err := f.checkpoint(ctx, revision); err != nil {
 			if ctx.Err() == nil {
-				klog.FromContext(ctx).Error(err, "Writing the archive checkpoint failed; retrying", "revision", revision)
+				klog.FromContext(ctx).Error(err, "Writing the archive checkpoint failed; archiving again from the last one", "revision", revision)
+				f.unconfirmed <- err
 			}
-			continue
+			return
 		}
 		writtenAt = f.cfg.Clock.Now()
 	}
@@ -527,6 +562,7 @@ func (f *follower) checkpoint(ctx context.Context, revision int64) error {
 		return err
 	}
 	f.checkpointed.Store(revision)
+	f.checkpoints.Add(1)
 	checkpointRevision.Set(float64(revision))
 	return nil
 }

@@ -66,6 +66,7 @@ func Run(t *testing.T, open func(t *testing.T) Engine, opts Options) {
 		{"Namespace", testNamespace},
 		{"Window", testWindow},
 		{"Pages", testPages},
+		{"LargePage", testLargePage},
 		{"Reappend", testReappend},
 		{"Retention", testRetention},
 		{"InvalidQuery", testInvalidQuery},
@@ -311,6 +312,29 @@ func testWindow(t *testing.T, e Engine) {
 	q.Since, q.Until = base.Add(30*time.Minute), base.Add(40*time.Minute)
 	if got, _ := all(t, e.Archive, q); len(got) != 0 {
 		t.Errorf("empty window: %v", uids(got))
+	}
+}
+
+// testLargePage reads pages of the most records a page holds, whose UIDs
+// are as long as Kubernetes' (a service refuses queries longer than 16 KiB
+// by default, and a page's queries name its UIDs), and some of which have
+// an older state in the window.
+func testLargePage(t *testing.T, e Engine) {
+	const n = 1000
+	var in []archive.Record
+	for i := range n {
+		uid := fmt.Sprintf("%08d-0000-4000-8000-%012d", i, i)
+		in = append(in, ev(uid, "ns", 2*i+1, time.Duration(i)*time.Millisecond))
+		if i%2 == 0 {
+			in = append(in, ev(uid, "ns", 2*i+2, time.Duration(i)*time.Millisecond+time.Microsecond))
+		}
+	}
+	appendSync(t, e.Archive, in...)
+	for _, limit := range []int{n, n / 2} {
+		got, pages := all(t, e.Archive, query(limit))
+		if len(got) != n || pages != n/limit {
+			t.Errorf("limit %d: %d records in %d pages, want %d in %d", limit, len(got), pages, n, n/limit)
+		}
 	}
 }
 

@@ -78,12 +78,16 @@ limitations under the License.
 //
 // Neither engine writes to disk per append: the library keeps appended rows
 // in memory and writes them within its flush interval (Embedded: at least
-// a second; a service: -inmemoryDataFlushInterval, 5 s by default). Sync
-// waits for that bound, so that a checkpoint taken after Sync survives a
-// crash of the engine; the tests kill a storage node with SIGKILL after
-// Sync and find every row. A cluster's vlinsert keeps in memory what it
-// cannot deliver to a storage node until it can; a crash of that vlinsert
-// loses it, which Sync cannot see.
+// a second; a service: -inmemoryDataFlushInterval, 5 s by default), later
+// on a busy machine. Embedded's Sync waits for that bound. HTTP's Sync
+// checks instead: it waits until every state appended since the last Sync
+// is visible and every block holding one is in a file part (LogsQL's
+// block_stats names one), so that a checkpoint taken after Sync survives
+// a crash of the service; the tests kill victoria-logs and a storage node
+// with SIGKILL under load and find every row. A state lost in a crash
+// before Sync never shows, Sync fails, and the archiver appends it again.
+// A cluster's vlinsert keeps in memory what it cannot deliver to any
+// storage node until it can; Sync waits for it to arrive.
 //
 // # A storage node down
 //

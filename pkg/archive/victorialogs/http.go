@@ -26,6 +26,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -56,7 +57,8 @@ type HTTPConfig struct {
 	// look further back. DefaultRetention when zero.
 	Retention time.Duration
 	// FlushInterval must be the storage nodes' -inmemoryDataFlushInterval:
-	// Sync waits for it. DefaultServiceFlushInterval when zero.
+	// Sync waits for rows to reach disk a minute longer than twice that.
+	// DefaultServiceFlushInterval when zero.
 	FlushInterval time.Duration
 	// Client sends the requests; a client with a one-minute timeout when
 	// nil.
@@ -69,9 +71,64 @@ type HTTPConfig struct {
 type HTTP struct {
 	cfg HTTPConfig
 
-	mu   sync.Mutex
-	last *archive.Record // the last record appended, without its object
-	at   time.Time       // when it was appended
+	mu       sync.Mutex
+	unsynced unsynced // what was appended since the last Sync began
+}
+
+// unsynced is what a Sync must find visible and on disk: the states
+// appended since the last Sync began.
+type unsynced struct {
+	states         map[string]bool // uid@resourceVersion
+	since, until   time.Time       // their times
+	oldest, newest uint64          // their resourceVersions
+	namespaces     map[string]bool
+}
+
+func (u *unsynced) add(r *archive.Record) error {
+	rv, err := strconv.ParseUint(r.ResourceVersion, 10, 64)
+	if err != nil {
+		return fmt.Errorf("record %s: resourceVersion %q: %w", r.UID, r.ResourceVersion, err)
+	}
+	if u.states == nil {
+		u.states, u.namespaces = map[string]bool{}, map[string]bool{}
+		u.since, u.until, u.oldest, u.newest = r.Time, r.Time, rv, rv
+	}
+	u.states[r.UID+"@"+r.ResourceVersion] = true
+	u.namespaces[r.Namespace] = true
+	u.since, u.until = minTime(u.since, r.Time), maxTime(u.until, r.Time)
+	u.oldest, u.newest = min(u.oldest, rv), max(u.newest, rv)
+	return nil
+}
+
+// merge adds what v holds to u.
+func (u *unsynced) merge(v unsynced) {
+	if v.states == nil {
+		return
+	}
+	if u.states == nil {
+		*u = v
+		return
+	}
+	for k := range v.states {
+		u.states[k] = true
+	}
+	for ns := range v.namespaces {
+		u.namespaces[ns] = true
+	}
+	u.since, u.until = minTime(u.since, v.since), maxTime(u.until, v.until)
+	u.oldest, u.newest = min(u.oldest, v.oldest), max(u.newest, v.newest)
+}
+
+// filter selects the rows of u's states, and perhaps a few more (other
+// states of the same namespaces, times and resourceVersions).
+func (u *unsynced) filter() string {
+	ns := make([]string, 0, len(u.namespaces))
+	for n := range u.namespaces {
+		ns = append(ns, strconv.Quote(n))
+	}
+	slices.Sort(ns)
+	return fmt.Sprintf("_time:[%s, %s] {%s in (%s)} %s:range[%d, %d]", formatTime(u.since), formatTime(u.until),
+		colNamespace, strings.Join(ns, ","), colRV, u.oldest, u.newest)
 }
 
 var _ archive.Archive = &HTTP{}
@@ -182,28 +239,47 @@ func (h *HTTP) Append(ctx context.Context, records []archive.Record) error {
 	}
 	_, _ = io.Copy(io.Discard, resp.Body)
 	_ = resp.Body.Close()
-	last := records[len(records)-1]
-	last.Object = nil
+	// The service drops what is older than its retention, and Sync
+	// cannot wait for it; nor for what is close to either end of what it
+	// keeps.
+	now := time.Now()
+	oldest, newest := now.Add(-h.cfg.Retention+time.Hour), now.Add(24*time.Hour)
 	h.mu.Lock()
-	h.last, h.at = &last, time.Now()
-	h.mu.Unlock()
+	defer h.mu.Unlock()
+	for i := range records {
+		if r := &records[i]; r.Time.After(oldest) && r.Time.Before(newest) {
+			if err := h.unsynced.add(r); err != nil {
+				return err
+			}
+		}
+	}
 	return nil
 }
 
 // Sync asks the service to flush what it buffers (/internal/force_flush:
-// a vlinsert sends its buffers to the storage nodes), waits until the
-// last record appended is visible, and then for the storage nodes'
-// flush to disk (twice FlushInterval and a second from the moment the
-// rows left the buffers). A
-// cluster's vlinsert keeps in memory what it cannot deliver to a storage
-// node, until it can: Sync cannot see that.
-func (h *HTTP) Sync(ctx context.Context) error {
+// a vlinsert sends its buffers to the storage nodes) and waits until
+// every state appended since the last Sync began is visible (one query
+// counts them) and on disk (block_stats names a file part for each block
+// that holds one of them; a block of an in-memory part has none). A state
+// the service lost (a storage node killed before its flush) never becomes
+// visible: Sync then fails after a minute (and twice FlushInterval), and
+// the archiver appends it again.
+func (h *HTTP) Sync(ctx context.Context) (err error) {
 	h.mu.Lock()
-	last, at := h.last, h.at
+	u := h.unsynced
+	h.unsynced = unsynced{}
 	h.mu.Unlock()
-	if last == nil {
+	if u.states == nil {
 		return nil
 	}
+	defer func() {
+		if err != nil {
+			// The next Sync checks them again.
+			h.mu.Lock()
+			h.unsynced.merge(u)
+			h.mu.Unlock()
+		}
+	}()
 	req, err := h.newRequest(ctx, h.cfg.URL, "/internal/force_flush", nil, nil)
 	if err != nil {
 		return err
@@ -214,32 +290,32 @@ func (h *HTTP) Sync(ctx context.Context) error {
 	}
 	_, _ = io.Copy(io.Discard, resp.Body)
 	_ = resp.Body.Close()
-	probe := fmt.Sprintf("_time:[%s, %s] %s:=%s %s:=%s | stats count() as n",
-		formatTime(last.Time), formatTime(last.Time), colUID, strconv.Quote(last.UID), colRV, strconv.Quote(last.ResourceVersion))
-	err = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		visible := false
-		err := h.run(ctx, probe, func(row map[string]string) error {
-			visible = row["n"] != "" && row["n"] != "0"
-			return nil
-		})
-		return visible, err
+	filter := u.filter()
+	visible := fmt.Sprintf("%s | stats count_uniq(%s, %s) as n", filter, colUID, colRV)
+	inMemory := fmt.Sprintf("%s | block_stats | filter part_path:=\"\" | stats count() as n", filter)
+	var seen, unflushed int
+	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute+2*h.cfg.FlushInterval, true, func(ctx context.Context) (bool, error) {
+		for _, probe := range []struct {
+			query string
+			n     *int
+		}{{visible, &seen}, {inMemory, &unflushed}} {
+			*probe.n = -1 // no answer row is no answer
+			err := h.run(ctx, probe.query, func(row map[string]string) error {
+				n, err := strconv.Atoi(row["n"])
+				*probe.n = n
+				return err
+			})
+			if err != nil {
+				return false, err
+			}
+		}
+		return seen >= len(u.states) && unflushed == 0, nil
 	})
 	if err != nil {
-		return fmt.Errorf("waiting for the archive service to show record %s@%s: %w", last.UID, last.ResourceVersion, err)
+		return archive.Unavailable("waiting for the archive service to show the %d states appended since the last sync on disk (%d visible, blocks of %d columns in memory): %w",
+			len(u.states), seen, unflushed, err)
 	}
-	// A storage node buffers rows for a second before they are a part in
-	// memory (a vlinsert as long again before it sends them, unless the
-	// flush above sent them), and writes a part at the ticker after its
-	// FlushInterval.
-	buffered := minTime(at.Add(2*time.Second), time.Now().Add(time.Second))
-	t := time.NewTimer(time.Until(buffered.Add(2*h.cfg.FlushInterval + time.Second)))
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return nil
 }
 
 // Query answers q; see archive.Archive.

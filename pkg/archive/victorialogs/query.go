@@ -52,6 +52,12 @@ const (
 	// maxPage bounds the records of a page (the last query names each),
 	// whatever the limit; Page.Next continues.
 	maxPage = 1000
+	// maxQueryUIDs bounds the UIDs one query names: a VictoriaLogs service
+	// refuses a query longer than its -search.maxQueryLen (16 KiB by
+	// default), and a UID takes 39 bytes of it, its resourceVersion a
+	// dozen more. The UIDs of a page are read in as many queries as it
+	// takes.
+	maxQueryUIDs = 200
 )
 
 // window is a query's time window after defaults and retention: [since, until).
@@ -257,37 +263,40 @@ func readBatch(ctx context.Context, r runner, base string, lo, hi time.Time, pos
 	return rows, nil
 }
 
-// readRecords reads the rows of page's states, in page's order.
+// readRecords reads the rows of page's states, in page's order, at most
+// maxQueryUIDs a query.
 func readRecords(ctx context.Context, r runner, page []candidate) ([]archive.Record, error) {
 	if len(page) == 0 {
 		return nil, nil
 	}
-	oldest, newest := page[0].time, page[0].time
-	uids := make([]string, 0, len(page))
-	rvs := make([]string, 0, len(page))
-	for _, c := range page {
-		oldest, newest = minTime(oldest, c.time), maxTime(newest, c.time)
-		uids = append(uids, strconv.Quote(c.uid))
-		rvs = append(rvs, strconv.Quote(strconv.FormatUint(c.rv, 10)))
-	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "_time:[%s, %s] %s", formatTime(oldest), formatTime(newest), streamFilter(page))
-	fmt.Fprintf(&b, " %s:in(%s) %s:in(%s)", colUID, strings.Join(uids, ","), colRV, strings.Join(rvs, ","))
 	type key struct {
 		uid string
 		rv  string
 	}
 	found := make(map[key]archive.Record, len(page))
-	err := r.run(ctx, b.String(), func(row map[string]string) error {
-		rec, err := decodeRecord(row)
-		if err != nil {
-			return err
+	for chunk := range slices.Chunk(page, maxQueryUIDs) {
+		oldest, newest := chunk[0].time, chunk[0].time
+		uids := make([]string, 0, len(chunk))
+		rvs := make([]string, 0, len(chunk))
+		for _, c := range chunk {
+			oldest, newest = minTime(oldest, c.time), maxTime(newest, c.time)
+			uids = append(uids, strconv.Quote(c.uid))
+			rvs = append(rvs, strconv.Quote(strconv.FormatUint(c.rv, 10)))
 		}
-		found[key{rec.UID, rec.ResourceVersion}] = rec
-		return nil
-	})
-	if err != nil {
-		return nil, err
+		var b strings.Builder
+		fmt.Fprintf(&b, "_time:[%s, %s] %s", formatTime(oldest), formatTime(newest), streamFilter(chunk))
+		fmt.Fprintf(&b, " %s:in(%s) %s:in(%s)", colUID, strings.Join(uids, ","), colRV, strings.Join(rvs, ","))
+		err := r.run(ctx, b.String(), func(row map[string]string) error {
+			rec, err := decodeRecord(row)
+			if err != nil {
+				return err
+			}
+			found[key{rec.UID, rec.ResourceVersion}] = rec
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
 	}
 	records := make([]archive.Record, 0, len(page))
 	for _, c := range page {
@@ -317,34 +326,42 @@ func maxTime(a, b time.Time) time.Time {
 
 // newestStates returns, for the UIDs of rows, the greatest resourceVersion
 // of each in the window, among all its rows (matching the query's fields
-// or not). The rows' namespaces narrow it to their streams.
+// or not), at most maxQueryUIDs a query. The rows' namespaces narrow it
+// to their streams.
 func newestStates(ctx context.Context, r runner, w window, rows []candidate) (map[string]uint64, error) {
 	newest := map[string]uint64{}
-	if len(rows) == 0 {
-		return newest, nil
-	}
-	uids := make([]string, 0, len(rows))
+	// One row for each UID, for its namespace.
+	var distinct []candidate
 	for _, c := range rows {
 		if _, ok := newest[c.uid]; !ok {
 			newest[c.uid] = 0
-			uids = append(uids, strconv.Quote(c.uid))
+			distinct = append(distinct, c)
 		}
 	}
-	// The UIDs' bloom filters find their blocks; a filter on rv (to skip
-	// older states) would cost more than it saves: the engine reads the
-	// column of every block in the window to apply it.
-	var b strings.Builder
-	fmt.Fprintf(&b, "_time:[%s, %s) %s", formatTime(w.since), formatTime(w.until), streamFilter(rows))
-	fmt.Fprintf(&b, " %s:in(%s) | stats by (%s) max(%s) as %s", colUID, strings.Join(uids, ","), colUID, colRV, colRV)
-	err := r.run(ctx, b.String(), func(row map[string]string) error {
-		rv, err := strconv.ParseUint(row[colRV], 10, 64)
-		if err != nil {
-			return fmt.Errorf("newest state of %s: %q: %w", row[colUID], row[colRV], err)
+	for chunk := range slices.Chunk(distinct, maxQueryUIDs) {
+		uids := make([]string, len(chunk))
+		for i, c := range chunk {
+			uids[i] = strconv.Quote(c.uid)
 		}
-		newest[row[colUID]] = rv
-		return nil
-	})
-	return newest, err
+		// The UIDs' bloom filters find their blocks; a filter on rv (to
+		// skip older states) would cost more than it saves: the engine
+		// reads the column of every block in the window to apply it.
+		var b strings.Builder
+		fmt.Fprintf(&b, "_time:[%s, %s) %s", formatTime(w.since), formatTime(w.until), streamFilter(chunk))
+		fmt.Fprintf(&b, " %s:in(%s) | stats by (%s) max(%s) as %s", colUID, strings.Join(uids, ","), colUID, colRV, colRV)
+		err := r.run(ctx, b.String(), func(row map[string]string) error {
+			rv, err := strconv.ParseUint(row[colRV], 10, 64)
+			if err != nil {
+				return fmt.Errorf("newest state of %s: %q: %w", row[colUID], row[colRV], err)
+			}
+			newest[row[colUID]] = rv
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return newest, nil
 }
 
 // streamFilter selects the streams (namespaces) of rows.
