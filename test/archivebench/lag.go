@@ -97,8 +97,8 @@ type LagResult struct {
 	// appended, the append delay's quantiles (receipt to Append returned,
 	// per batch) and the highest lag gauges sampled once a second.
 	Appends, AppendErrors, AppendedRecords float64
-	AppendDelayP50, AppendDelayP99     time.Duration
-	MaxLagSeconds, MaxLagRevisions     float64
+	AppendDelayP50, AppendDelayP99         time.Duration
+	MaxLagSeconds, MaxLagRevisions         float64
 	// ServerCPU and EtcdCPU are the CPU seconds the server and its etcd
 	// spent from the first send to the catch-up (process_cpu_seconds_total),
 	// Elapsed that time; RSS the server's resident memory at the end and
