@@ -54,8 +54,14 @@ const (
 )
 
 const (
-	// checkpointEvery is the most often the checkpoint is written.
+	// checkpointEvery is how often a checkpoint starts: the archive's Sync
+	// of what is appended by then, then the write of its revision.
 	checkpointEvery = time.Second
+	// maxSyncs is the most Syncs in flight at once. A Sync takes seconds
+	// (the engine writes to disk on a timer), so they overlap: the
+	// checkpoint trails the appends by one Sync and at most one
+	// checkpointEvery, not by a Sync and the wait for the one before it.
+	maxSyncs = 4
 	// heartbeatEvery is the least often it is written, even idle, so that
 	// its age tells a running archiver (see CompactionHold).
 	heartbeatEvery = 30 * time.Second
@@ -485,33 +491,88 @@ func (f *follower) relist(ctx context.Context, why string) (int64, error) {
 	return revision, nil
 }
 
-// checkpointLoop makes the appended revision durable and writes it, at
-// most every checkpointEvery and, even idle, at least every
-// heartbeatEvery, until ctx ends.
+// checkpointLoop moves the checkpoint until ctx ends: every
+// checkpointEvery it starts a Sync of what is appended by then (at most
+// maxSyncs at once), and writes each Sync's revision once it returns, in
+// the order they started, so that the checkpoint never moves back. Even
+// idle, it rewrites the checkpoint at least every heartbeatEvery.
 func (f *follower) checkpointLoop(ctx context.Context) {
+	logger := klog.FromContext(ctx)
+	type syncing struct {
+		revision int64
+		done     chan error
+	}
+	var (
+		wg       sync.WaitGroup
+		inFlight atomic.Int32
+		mu       sync.Mutex
+		// writtenAt is when the checkpoint was last written.
+		writtenAt time.Time
+	)
+	queue := make(chan syncing, maxSyncs)
+	defer wg.Wait()
+	defer close(queue)
+	wg.Go(func() {
+		for s := range queue {
+			if err := <-s.done; err != nil {
+				if ctx.Err() == nil {
+					logger.Error(err, "Syncing the archive for its checkpoint failed; retrying", "revision", s.revision)
+				}
+			} else if err := f.writeCheckpoint(ctx, s.revision); err != nil {
+				if ctx.Err() == nil {
+					logger.Error(err, "Writing the archive checkpoint failed; retrying", "revision", s.revision)
+				}
+			} else {
+				mu.Lock()
+				writtenAt = f.cfg.Clock.Now()
+				mu.Unlock()
+			}
+			inFlight.Add(-1)
+		}
+	})
+
 	ticker := f.cfg.Clock.NewTicker(checkpointEvery)
 	defer ticker.Stop()
-	var writtenAt time.Time
+	started := f.checkpointed.Load() // the revision of the last Sync started
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-ticker.C():
 		}
+		if inFlight.Load() >= maxSyncs {
+			continue
+		}
 		revision := f.appended.Load()
-		// Unmoved, the checkpoint is rewritten only as a heartbeat, and
-		// not while appends fail: its age is then how long the archive has
-		// been failing, which bounds how long it holds compaction back.
-		if revision == f.checkpointed.Load() && (f.cfg.Clock.Since(writtenAt) < heartbeatEvery || f.failing()) {
+		idle := inFlight.Load() == 0
+		mu.Lock()
+		heartbeat := f.cfg.Clock.Since(writtenAt) >= heartbeatEvery
+		mu.Unlock()
+		switch {
+		case revision > started:
+			// New appends to make durable.
+		case idle && revision > f.checkpointed.Load():
+			// Their Sync or write failed: again.
+		case idle && heartbeat && !f.failing():
+			// Unmoved, the checkpoint is rewritten only as a heartbeat,
+			// and not while appends fail: its age is then how long the
+			// archive has been failing, which bounds how long it holds
+			// compaction back.
+		default:
 			continue
 		}
-		if err := f.checkpoint(ctx, revision); err != nil {
-			if ctx.Err() == nil {
-				klog.FromContext(ctx).Error(err, "Writing the archive checkpoint failed; retrying", "revision", revision)
+		started = revision
+		s := syncing{revision: revision, done: make(chan error, 1)}
+		inFlight.Add(1)
+		wg.Go(func() {
+			began := f.cfg.Clock.Now()
+			err := f.cfg.Archive.Sync(ctx)
+			if err == nil {
+				syncDuration.Observe(f.cfg.Clock.Since(began).Seconds())
 			}
-			continue
-		}
-		writtenAt = f.cfg.Clock.Now()
+			s.done <- err
+		})
+		queue <- s
 	}
 }
 
@@ -521,6 +582,12 @@ func (f *follower) checkpoint(ctx context.Context, revision int64) error {
 	if err := f.cfg.Archive.Sync(ctx); err != nil {
 		return fmt.Errorf("syncing the archive: %w", err)
 	}
+	return f.writeCheckpoint(ctx, revision)
+}
+
+// writeCheckpoint writes revision, durable in the archive, as the
+// checkpoint.
+func (f *follower) writeCheckpoint(ctx context.Context, revision int64) error {
 	writeCtx, cancel := context.WithTimeout(ctx, requestTimeout)
 	defer cancel()
 	if err := writeCheckpoint(writeCtx, f.client, Checkpoint{Revision: revision, Time: f.cfg.Clock.Now()}); err != nil {
