@@ -86,6 +86,8 @@ type LagResult struct {
 	// Archived is how many acknowledged creates the checkpoint passed
 	// within CatchUp after the load.
 	Archived int
+	// Names are the acknowledged events' names.
+	Names []string
 	// Lag is, per archived create, from its acknowledgement to the first
 	// moment the checkpoint was seen at or past its resourceVersion.
 	LagMin, LagP50, LagP90, LagP99, LagMax time.Duration
@@ -113,6 +115,7 @@ type LagResult struct {
 
 // ack is one acknowledged create.
 type ack struct {
+	name     string
 	revision int64
 	sent, at time.Time
 }
@@ -204,6 +207,7 @@ func RunLag(ctx context.Context, target LagTarget, cfg LagConfig) (LagResult, er
 	var last int64
 	var latencies []time.Duration
 	for _, a := range acks {
+		res.Names = append(res.Names, a.name)
 		last = max(last, a.revision)
 		latencies = append(latencies, a.at.Sub(a.sent))
 	}
@@ -330,7 +334,7 @@ func drive(ctx context.Context, client kubernetes.Interface, cfg LagConfig) ([]a
 				if err != nil {
 					failed[string(apierrors.ReasonForError(err))+": "+truncate(err.Error(), 80)]++
 				} else {
-					acks = append(acks, ack{revision: rv, sent: sent, at: at})
+					acks = append(acks, ack{name: created.Name, revision: rv, sent: sent, at: at})
 				}
 				mu.Unlock()
 			}

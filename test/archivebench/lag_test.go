@@ -30,7 +30,9 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/kube-events/events-apiserver/pkg/archive"
 	"github.com/kube-events/events-apiserver/pkg/archive/archiver"
+	"github.com/kube-events/events-apiserver/pkg/archive/victorialogs"
 	"github.com/kube-events/events-apiserver/test/freeport"
 	"github.com/kube-events/events-apiserver/test/harness"
 	"github.com/kube-events/events-apiserver/test/integration/framework"
@@ -179,10 +181,11 @@ func buildServer(t *testing.T) string {
 	return binary
 }
 
-// runLag starts a server with archive (embedded, or service: a
+// runLag starts a server with engine's archive (embedded, or service: a
 // victoria-logs with flush as its flush interval) on an etcd of its own,
-// waits for the archiver's first checkpoint, and runs cfg against it.
-func runLag(t *testing.T, binary, archive string, flush time.Duration, cfg LagConfig) LagResult {
+// waits for the archiver's first checkpoint, runs cfg against it, and then
+// reads the archive itself: every acknowledged event must be in it.
+func runLag(t *testing.T, binary, engine string, flush time.Duration, cfg LagConfig) LagResult {
 	t.Helper()
 	ctx := t.Context()
 	etcd := harness.StartTestEtcd(t)
@@ -192,14 +195,15 @@ func runLag(t *testing.T, binary, archive string, flush time.Duration, cfg LagCo
 		t.Fatal(err)
 	}
 	args := []string{"--etcd-servers=" + etcd.Endpoints[0], "--admission-control-config-file=" + admission}
-	switch archive {
+	url := ""
+	switch engine {
 	case "embedded":
 		args = append(args, "--archive=embedded")
 	case "service":
-		url := startVictoriaLogs(t, filepath.Join(dir, "victoria-logs"), flush)
+		url = startVictoriaLogs(t, filepath.Join(dir, "victoria-logs"), flush)
 		args = append(args, "--archive=url", "--archive-url="+url, "--archive-service-flush-interval="+flush.String())
 	default:
-		t.Fatalf("-lag.archive=%s: embedded or service", archive)
+		t.Fatalf("-lag.archive=%s: embedded or service", engine)
 	}
 	server, err := harness.StartServer(ctx, binary, filepath.Join(dir, "server"), args...)
 	if err != nil {
@@ -223,12 +227,67 @@ func runLag(t *testing.T, binary, archive string, flush time.Duration, cfg LagCo
 	if err != nil {
 		t.Fatalf("no archive checkpoint within a minute of the server's start: %v", err)
 	}
-	t.Logf("%s archive", archive)
+	t.Logf("%s archive", engine)
+	began := time.Now()
 	res, err := RunLag(ctx, LagTarget{Server: server, Etcd: etcd.Client, EtcdURL: etcd.Endpoints[0], StoragePrefix: "/registry"}, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
+
+	// The archive itself: the embedded one once the server has stopped
+	// (one process at a time opens it), the service as it runs.
+	var a archive.Archive
+	if engine == "embedded" {
+		if err := server.Stop(); err != nil {
+			t.Fatalf("stopping the server: %v", err)
+		}
+		a, err = victorialogs.OpenEmbedded(ctx, victorialogs.EmbeddedConfig{Dir: filepath.Join(server.DataDir, "archive")})
+	} else {
+		a, err = victorialogs.NewHTTP(victorialogs.HTTPConfig{URL: url, FlushInterval: flush})
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := a.Close(); err != nil {
+			t.Error(err)
+		}
+	}()
+	missing, err := notArchived(ctx, a, cfg.Namespace, began, res.Names)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(missing) > 0 {
+		t.Errorf("%d of %d acknowledged events not in the archive, for example %v", len(missing), len(res.Names), missing[:min(len(missing), 5)])
+	}
 	return res
+}
+
+// notArchived returns the names of the events of namespace, observed since
+// began, that archive a does not hold.
+func notArchived(ctx context.Context, a archive.Archive, namespace string, began time.Time, names []string) ([]string, error) {
+	held := map[string]bool{}
+	q := archive.Query{Namespace: namespace, Since: began.Add(-time.Minute), Until: time.Now().Add(time.Minute), Limit: 1000}
+	for {
+		page, err := a.Query(ctx, q)
+		if err != nil {
+			return nil, fmt.Errorf("reading the archive: %w", err)
+		}
+		for _, r := range page.Records {
+			held[r.Name] = true
+		}
+		if page.Next == nil {
+			break
+		}
+		q.After = page.Next
+	}
+	var missing []string
+	for _, name := range names {
+		if !held[name] {
+			missing = append(missing, name)
+		}
+	}
+	return missing, nil
 }
 
 // startVictoriaLogs runs the single-node victoria-logs of
