@@ -66,6 +66,7 @@ func Run(t *testing.T, open func(t *testing.T) Engine, opts Options) {
 		{"Namespace", testNamespace},
 		{"Window", testWindow},
 		{"Pages", testPages},
+		{"LargePages", testLargePages},
 		{"Reappend", testReappend},
 		{"Retention", testRetention},
 		{"InvalidQuery", testInvalidQuery},
@@ -354,6 +355,36 @@ func testPages(t *testing.T, e Engine) {
 		if n, _ := strconv.Atoi(r.ResourceVersion); n%3 != 0 {
 			t.Errorf("%s: state %s, want its newest", r.UID, r.ResourceVersion)
 		}
+	}
+}
+
+// testLargePages reads pages of the largest limit over events with UIDs
+// and namespaces as long as real ones: a page names its rows in its
+// queries, which must stay within what a service accepts.
+func testLargePages(t *testing.T, e Engine) {
+	const events = 1200
+	var in []archive.Record
+	want := map[string]bool{}
+	for i := range events {
+		uid := fmt.Sprintf("%08d-7f30-4c1e-9a6d-bb4e1f602667", i)
+		ns := fmt.Sprintf("team-%03d-a-namespace-of-a-realistic-length", i%100)
+		in = append(in, ev(uid, ns, 2*i+1, time.Duration(i)*time.Second), ev(uid, ns, 2*i+2, time.Duration(i)*time.Second+time.Millisecond))
+		want[uid+"@"+strconv.Itoa(2*i+2)] = true
+	}
+	appendSync(t, e.Archive, in...)
+	got, pages := all(t, e.Archive, query(1000))
+	if pages != 2 {
+		t.Errorf("%d pages of 1000 for %d events, want 2", pages, events)
+	}
+	seen := map[string]bool{}
+	for _, id := range uids(got) {
+		if !want[id] || seen[id] {
+			t.Errorf("unexpected or repeated record %s", id)
+		}
+		seen[id] = true
+	}
+	if len(seen) != events {
+		t.Errorf("%d of %d events read", len(seen), events)
 	}
 }
 

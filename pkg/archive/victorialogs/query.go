@@ -52,7 +52,31 @@ const (
 	// maxPage bounds the records of a page (the last query names each),
 	// whatever the limit; Page.Next continues.
 	maxPage = 1000
+	// maxTermBytes bounds the UIDs, resourceVersions and namespaces one
+	// query names, so that it stays within a VictoriaLogs service's
+	// -search.maxQueryLen (16 KiB by default) with room for the rest: a
+	// page names its rows in as many queries as it takes.
+	maxTermBytes = 12 << 10
 )
+
+// inChunks splits rows into runs whose terms (each row's quoted UID,
+// resourceVersion and namespace) take at most maxTermBytes.
+func inChunks(rows []candidate) [][]candidate {
+	var chunks [][]candidate
+	start, size := 0, 0
+	for i, c := range rows {
+		n := len(c.uid) + len(c.ns) + 30 // quotes, commas, a resourceVersion
+		if i > start && size+n > maxTermBytes {
+			chunks = append(chunks, rows[start:i])
+			start, size = i, 0
+		}
+		size += n
+	}
+	if start < len(rows) {
+		chunks = append(chunks, rows[start:])
+	}
+	return chunks
+}
 
 // window is a query's time window after defaults and retention: [since, until).
 type window struct {
@@ -262,32 +286,34 @@ func readRecords(ctx context.Context, r runner, page []candidate) ([]archive.Rec
 	if len(page) == 0 {
 		return nil, nil
 	}
-	oldest, newest := page[0].time, page[0].time
-	uids := make([]string, 0, len(page))
-	rvs := make([]string, 0, len(page))
-	for _, c := range page {
-		oldest, newest = minTime(oldest, c.time), maxTime(newest, c.time)
-		uids = append(uids, strconv.Quote(c.uid))
-		rvs = append(rvs, strconv.Quote(strconv.FormatUint(c.rv, 10)))
-	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "_time:[%s, %s] %s", formatTime(oldest), formatTime(newest), streamFilter(page))
-	fmt.Fprintf(&b, " %s:in(%s) %s:in(%s)", colUID, strings.Join(uids, ","), colRV, strings.Join(rvs, ","))
 	type key struct {
 		uid string
 		rv  string
 	}
 	found := make(map[key]archive.Record, len(page))
-	err := r.run(ctx, b.String(), func(row map[string]string) error {
-		rec, err := decodeRecord(row)
-		if err != nil {
-			return err
+	for _, chunk := range inChunks(page) {
+		oldest, newest := chunk[0].time, chunk[0].time
+		uids := make([]string, 0, len(chunk))
+		rvs := make([]string, 0, len(chunk))
+		for _, c := range chunk {
+			oldest, newest = minTime(oldest, c.time), maxTime(newest, c.time)
+			uids = append(uids, strconv.Quote(c.uid))
+			rvs = append(rvs, strconv.Quote(strconv.FormatUint(c.rv, 10)))
 		}
-		found[key{rec.UID, rec.ResourceVersion}] = rec
-		return nil
-	})
-	if err != nil {
-		return nil, err
+		var b strings.Builder
+		fmt.Fprintf(&b, "_time:[%s, %s] %s", formatTime(oldest), formatTime(newest), streamFilter(chunk))
+		fmt.Fprintf(&b, " %s:in(%s) %s:in(%s)", colUID, strings.Join(uids, ","), colRV, strings.Join(rvs, ","))
+		err := r.run(ctx, b.String(), func(row map[string]string) error {
+			rec, err := decodeRecord(row)
+			if err != nil {
+				return err
+			}
+			found[key{rec.UID, rec.ResourceVersion}] = rec
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
 	}
 	records := make([]archive.Record, 0, len(page))
 	for _, c := range page {
@@ -320,31 +346,38 @@ func maxTime(a, b time.Time) time.Time {
 // or not). The rows' namespaces narrow it to their streams.
 func newestStates(ctx context.Context, r runner, w window, rows []candidate) (map[string]uint64, error) {
 	newest := map[string]uint64{}
-	if len(rows) == 0 {
-		return newest, nil
-	}
-	uids := make([]string, 0, len(rows))
+	// One row per UID: the rows to name.
+	var distinct []candidate
 	for _, c := range rows {
 		if _, ok := newest[c.uid]; !ok {
 			newest[c.uid] = 0
-			uids = append(uids, strconv.Quote(c.uid))
+			distinct = append(distinct, c)
 		}
 	}
 	// The UIDs' bloom filters find their blocks; a filter on rv (to skip
 	// older states) would cost more than it saves: the engine reads the
 	// column of every block in the window to apply it.
-	var b strings.Builder
-	fmt.Fprintf(&b, "_time:[%s, %s) %s", formatTime(w.since), formatTime(w.until), streamFilter(rows))
-	fmt.Fprintf(&b, " %s:in(%s) | stats by (%s) max(%s) as %s", colUID, strings.Join(uids, ","), colUID, colRV, colRV)
-	err := r.run(ctx, b.String(), func(row map[string]string) error {
-		rv, err := strconv.ParseUint(row[colRV], 10, 64)
-		if err != nil {
-			return fmt.Errorf("newest state of %s: %q: %w", row[colUID], row[colRV], err)
+	for _, chunk := range inChunks(distinct) {
+		uids := make([]string, 0, len(chunk))
+		for _, c := range chunk {
+			uids = append(uids, strconv.Quote(c.uid))
 		}
-		newest[row[colUID]] = rv
-		return nil
-	})
-	return newest, err
+		var b strings.Builder
+		fmt.Fprintf(&b, "_time:[%s, %s) %s", formatTime(w.since), formatTime(w.until), streamFilter(chunk))
+		fmt.Fprintf(&b, " %s:in(%s) | stats by (%s) max(%s) as %s", colUID, strings.Join(uids, ","), colUID, colRV, colRV)
+		err := r.run(ctx, b.String(), func(row map[string]string) error {
+			rv, err := strconv.ParseUint(row[colRV], 10, 64)
+			if err != nil {
+				return fmt.Errorf("newest state of %s: %q: %w", row[colUID], row[colRV], err)
+			}
+			newest[row[colUID]] = rv
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return newest, nil
 }
 
 // streamFilter selects the streams (namespaces) of rows.
