@@ -81,6 +81,13 @@ bench: ## Side-by-side benchmark against kube-apiserver (about 14 minutes; by ha
 bench-history: ## Archive benchmark: HISTORY_EVENTS (10,000,000) events over 30 days, HISTORY_OBJECTS (100,000) objects, embedded VictoriaLogs: ingest, query p99 by selector, bytes per event (by hand).
 	$(GO) test -count=1 -timeout 180m -v ./test/archivebench -run '^TestHistory$$' -history.full -history.events=$(or $(HISTORY_EVENTS),10000000) -history.objects=$(or $(HISTORY_OBJECTS),100000)
 
+.PHONY: bench-archive-lag
+bench-archive-lag: ## Archive lag under API load: LAG_RATE (1000) creates/s for LAG_DURATION (60s), lag from each acknowledgement to the archive's checkpoint (LAG_RATES=500,1000,1500 sweeps; LAG_ARCHIVE=service runs victoria-logs).
+	assets="$$(hack/envtest-assets.sh)" && KUBEBUILDER_ASSETS="$$assets" \
+	  $(if $(filter service,$(LAG_ARCHIVE)),VICTORIALOGS_ASSETS="$$(hack/victorialogs-assets.sh)") \
+	  $(GO) test -count=1 -timeout 60m -v ./test/archivebench -run '^TestArchiveLag$$' -lag.full \
+	  -lag.rate $(or $(LAG_RATE),1000) -lag.rates '$(LAG_RATES)' -lag.duration $(or $(LAG_DURATION),60s) -lag.archive $(or $(LAG_ARCHIVE),embedded)
+
 .PHONY: bench-mirror
 bench-mirror: ## Mirror benchmark: 100,000 events seeded in kube-apiserver, then 500 changes/s for 60s (hack/bench-mirror.sh).
 	hack/bench-mirror.sh

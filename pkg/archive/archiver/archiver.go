@@ -54,8 +54,15 @@ const (
 )
 
 const (
-	// checkpointEvery is the most often the checkpoint is written.
+	// checkpointEvery is how often a checkpoint starts: the archive's Sync
+	// of what is appended by then, then the write of its revision.
 	checkpointEvery = time.Second
+	// maxSyncs is the most Syncs in flight at once. A Sync takes seconds
+	// (the engine writes to disk on a timer: 3 s embedded, 12 s for a
+	// service at its default flush interval) and is mostly a wait, so they
+	// overlap: the checkpoint trails the appends by one Sync and at most
+	// one checkpointEvery, not by a Sync and the wait for the one before.
+	maxSyncs = 16
 	// heartbeatEvery is the least often it is written, even idle, so that
 	// its age tells a running archiver (see CompactionHold).
 	heartbeatEvery = 30 * time.Second
@@ -518,35 +525,100 @@ func (f *follower) relist(ctx context.Context, why string) (int64, error) {
 	return revision, nil
 }
 
-// checkpointLoop makes the appended revision durable and writes it, at
-// most every checkpointEvery and, even idle, at least every
-// heartbeatEvery, until ctx ends or a checkpoint fails: then it hands the
-// error to the follow, through f.unconfirmed, and writes no more.
+// checkpointLoop moves the checkpoint until ctx ends: every
+// checkpointEvery it starts a Sync of what is appended by then (at most
+// maxSyncs at once), and writes each Sync's revision once it returns, in
+// the order they started, so that the checkpoint never moves back. Even
+// idle, it rewrites the checkpoint at least every heartbeatEvery. Once a
+// Sync or a checkpoint write fails it writes no more: it hands the error
+// to the follow, through f.unconfirmed, which appends again from the last
+// checkpoint.
 func (f *follower) checkpointLoop(ctx context.Context) {
+	logger := klog.FromContext(ctx)
+	type syncing struct {
+		revision int64
+		done     chan error
+	}
+	var (
+		wg       sync.WaitGroup
+		inFlight atomic.Int32
+		failed   atomic.Bool
+		mu       sync.Mutex
+		// writtenAt is when the checkpoint was last written.
+		writtenAt time.Time
+	)
+	queue := make(chan syncing, maxSyncs)
+	defer wg.Wait()
+	defer close(queue)
+	wg.Go(func() {
+		for s := range queue {
+			err := <-s.done
+			if err != nil {
+				err = fmt.Errorf("syncing the archive: %w", err)
+			} else if !failed.Load() {
+				err = f.writeCheckpoint(ctx, s.revision)
+			}
+			switch {
+			case failed.Load():
+				// Past a failure nothing is written.
+			case err != nil:
+				failed.Store(true)
+				if ctx.Err() == nil {
+					logger.Error(err, "Moving the archive checkpoint failed; archiving again from the last one", "revision", s.revision)
+					f.unconfirmed <- err
+				}
+			default:
+				mu.Lock()
+				writtenAt = f.cfg.Clock.Now()
+				mu.Unlock()
+			}
+			inFlight.Add(-1)
+		}
+	})
+
 	ticker := f.cfg.Clock.NewTicker(checkpointEvery)
 	defer ticker.Stop()
-	var writtenAt time.Time
+	started := f.checkpointed.Load() // the revision of the last Sync started
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-ticker.C():
 		}
-		revision := f.appended.Load()
-		// Unmoved, the checkpoint is rewritten only as a heartbeat, and
-		// not while appends fail: its age is then how long the archive has
-		// been failing, which bounds how long it holds compaction back.
-		if revision == f.checkpointed.Load() && (f.cfg.Clock.Since(writtenAt) < heartbeatEvery || f.failing()) {
-			continue
-		}
-		if err := f.checkpoint(ctx, revision); err != nil {
-			if ctx.Err() == nil {
-				klog.FromContext(ctx).Error(err, "Writing the archive checkpoint failed; archiving again from the last one", "revision", revision)
-				f.unconfirmed <- err
-			}
+		if failed.Load() {
 			return
 		}
-		writtenAt = f.cfg.Clock.Now()
+		if inFlight.Load() >= maxSyncs {
+			continue
+		}
+		revision := f.appended.Load()
+		idle := inFlight.Load() == 0
+		mu.Lock()
+		heartbeat := f.cfg.Clock.Since(writtenAt) >= heartbeatEvery
+		mu.Unlock()
+		switch {
+		case revision > started:
+			// New appends to make durable.
+		case idle && heartbeat && !f.failing():
+			// Unmoved, the checkpoint is rewritten only as a heartbeat,
+			// and not while appends fail: its age is then how long the
+			// archive has been failing, which bounds how long it holds
+			// compaction back.
+		default:
+			continue
+		}
+		started = revision
+		s := syncing{revision: revision, done: make(chan error, 1)}
+		inFlight.Add(1)
+		wg.Go(func() {
+			began := f.cfg.Clock.Now()
+			err := f.cfg.Archive.Sync(ctx)
+			if err == nil {
+				syncDuration.Observe(f.cfg.Clock.Since(began).Seconds())
+			}
+			s.done <- err
+		})
+		queue <- s
 	}
 }
 
@@ -556,6 +628,12 @@ func (f *follower) checkpoint(ctx context.Context, revision int64) error {
 	if err := f.cfg.Archive.Sync(ctx); err != nil {
 		return fmt.Errorf("syncing the archive: %w", err)
 	}
+	return f.writeCheckpoint(ctx, revision)
+}
+
+// writeCheckpoint writes revision, durable in the archive, as the
+// checkpoint.
+func (f *follower) writeCheckpoint(ctx context.Context, revision int64) error {
 	writeCtx, cancel := context.WithTimeout(ctx, requestTimeout)
 	defer cancel()
 	if err := writeCheckpoint(writeCtx, f.client, Checkpoint{Revision: revision, Time: f.cfg.Clock.Now()}); err != nil {
