@@ -69,9 +69,9 @@ type Embedded struct {
 	cfg     EmbeddedConfig
 	storage *logstorage.Storage
 
-	mu         sync.Mutex
-	lastAppend time.Time
-	closed     bool
+	mu       sync.Mutex
+	unsynced unsynced // what was appended since the last Sync began
+	closed   bool
 }
 
 var _ archive.Archive = &Embedded{}
@@ -159,40 +159,42 @@ func (e *Embedded) Append(ctx context.Context, records []archive.Record) (err er
 	}
 	e.storage.MustAddRows(lr)
 	e.mu.Lock()
-	e.lastAppend = time.Now()
-	e.mu.Unlock()
-	return nil
+	defer e.mu.Unlock()
+	return e.unsynced.addKept(records, e.cfg.Retention, time.Now())
 }
 
-// Sync makes the records appended before it visible to Query at once and
-// returns once they are on disk. The library has no call for the latter: it
-// writes what it holds in memory when it is FlushInterval old, on a ticker
-// of FlushInterval, so Sync waits that bound (twice FlushInterval and a
-// second) from the moment the last Append's rows left the library's
-// buffer.
+// Sync makes the records appended since the last Sync visible to Query at
+// once and returns once they are on disk. The library has no call for the
+// latter: it writes what it holds in memory when it is FlushInterval old,
+// on a ticker of FlushInterval, so Sync asks it (waitOnDisk) until none of
+// their blocks is in memory, between one and two FlushIntervals.
 func (e *Embedded) Sync(ctx context.Context) (err error) {
-	defer recoverPanic(&err, "flushing the archive")
-	// Visible now: the engine's buffers become searchable parts.
-	e.storage.DebugFlush()
-	// Appended rows wait in a buffer for a second at most, or until the
-	// flush above, then in memory until the ticker after their
-	// FlushInterval.
 	e.mu.Lock()
-	buffered := minTime(e.lastAppend.Add(time.Second), time.Now())
-	durable := buffered.Add(2*e.cfg.FlushInterval + time.Second)
+	u := e.unsynced
+	e.unsynced = unsynced{}
 	e.mu.Unlock()
-	wait := time.Until(durable)
-	if wait <= 0 {
+	if u.states == nil {
 		return nil
 	}
-	t := time.NewTimer(wait)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
+	defer func() {
+		if err != nil {
+			// The next Sync waits for them again.
+			e.mu.Lock()
+			e.unsynced.merge(u)
+			e.mu.Unlock()
+		}
+	}()
+	if err := e.flush(); err != nil {
+		return err
 	}
+	return waitOnDisk(ctx, e, u, 2*e.cfg.FlushInterval+time.Minute)
+}
+
+// flush makes the library's buffered rows searchable parts.
+func (e *Embedded) flush() (err error) {
+	defer recoverPanic(&err, "flushing the archive")
+	e.storage.DebugFlush()
+	return nil
 }
 
 // Query answers q; see archive.Archive.

@@ -26,13 +26,11 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
-	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/kube-events/events-apiserver/pkg/archive"
 )
@@ -73,62 +71,6 @@ type HTTP struct {
 
 	mu       sync.Mutex
 	unsynced unsynced // what was appended since the last Sync began
-}
-
-// unsynced is what a Sync must find visible and on disk: the states
-// appended since the last Sync began.
-type unsynced struct {
-	states         map[string]bool // uid@resourceVersion
-	since, until   time.Time       // their times
-	oldest, newest uint64          // their resourceVersions
-	namespaces     map[string]bool
-}
-
-func (u *unsynced) add(r *archive.Record) error {
-	rv, err := strconv.ParseUint(r.ResourceVersion, 10, 64)
-	if err != nil {
-		return fmt.Errorf("record %s: resourceVersion %q: %w", r.UID, r.ResourceVersion, err)
-	}
-	if u.states == nil {
-		u.states, u.namespaces = map[string]bool{}, map[string]bool{}
-		u.since, u.until, u.oldest, u.newest = r.Time, r.Time, rv, rv
-	}
-	u.states[r.UID+"@"+r.ResourceVersion] = true
-	u.namespaces[r.Namespace] = true
-	u.since, u.until = minTime(u.since, r.Time), maxTime(u.until, r.Time)
-	u.oldest, u.newest = min(u.oldest, rv), max(u.newest, rv)
-	return nil
-}
-
-// merge adds what v holds to u.
-func (u *unsynced) merge(v unsynced) {
-	if v.states == nil {
-		return
-	}
-	if u.states == nil {
-		*u = v
-		return
-	}
-	for k := range v.states {
-		u.states[k] = true
-	}
-	for ns := range v.namespaces {
-		u.namespaces[ns] = true
-	}
-	u.since, u.until = minTime(u.since, v.since), maxTime(u.until, v.until)
-	u.oldest, u.newest = min(u.oldest, v.oldest), max(u.newest, v.newest)
-}
-
-// filter selects the rows of u's states, and perhaps a few more (other
-// states of the same namespaces, times and resourceVersions).
-func (u *unsynced) filter() string {
-	ns := make([]string, 0, len(u.namespaces))
-	for n := range u.namespaces {
-		ns = append(ns, strconv.Quote(n))
-	}
-	slices.Sort(ns)
-	return fmt.Sprintf("_time:[%s, %s] {%s in (%s)} %s:range[%d, %d]", formatTime(u.since), formatTime(u.until),
-		colNamespace, strings.Join(ns, ","), colRV, u.oldest, u.newest)
 }
 
 var _ archive.Archive = &HTTP{}
@@ -239,21 +181,9 @@ func (h *HTTP) Append(ctx context.Context, records []archive.Record) error {
 	}
 	_, _ = io.Copy(io.Discard, resp.Body)
 	_ = resp.Body.Close()
-	// The service drops what is older than its retention, and Sync
-	// cannot wait for it; nor for what is close to either end of what it
-	// keeps.
-	now := time.Now()
-	oldest, newest := now.Add(-h.cfg.Retention+time.Hour), now.Add(24*time.Hour)
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	for i := range records {
-		if r := &records[i]; r.Time.After(oldest) && r.Time.Before(newest) {
-			if err := h.unsynced.add(r); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
+	return h.unsynced.addKept(records, h.cfg.Retention, time.Now())
 }
 
 // Sync asks the service to flush what it buffers (/internal/force_flush:
@@ -290,32 +220,7 @@ func (h *HTTP) Sync(ctx context.Context) (err error) {
 	}
 	_, _ = io.Copy(io.Discard, resp.Body)
 	_ = resp.Body.Close()
-	filter := u.filter()
-	visible := fmt.Sprintf("%s | stats count_uniq(%s, %s) as n", filter, colUID, colRV)
-	inMemory := fmt.Sprintf("%s | block_stats | filter part_path:=\"\" | stats count() as n", filter)
-	var seen, unflushed int
-	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute+2*h.cfg.FlushInterval, true, func(ctx context.Context) (bool, error) {
-		for _, probe := range []struct {
-			query string
-			n     *int
-		}{{visible, &seen}, {inMemory, &unflushed}} {
-			*probe.n = -1 // no answer row is no answer
-			err := h.run(ctx, probe.query, func(row map[string]string) error {
-				n, err := strconv.Atoi(row["n"])
-				*probe.n = n
-				return err
-			})
-			if err != nil {
-				return false, err
-			}
-		}
-		return seen >= len(u.states) && unflushed == 0, nil
-	})
-	if err != nil {
-		return archive.Unavailable("waiting for the archive service to show the %d states appended since the last sync on disk (%d visible, blocks of %d columns in memory): %w",
-			len(u.states), seen, unflushed, err)
-	}
-	return nil
+	return waitOnDisk(ctx, h, u, time.Minute+2*h.cfg.FlushInterval)
 }
 
 // Query answers q; see archive.Archive.
