@@ -31,7 +31,6 @@ import (
 	"sync"
 	"time"
 
-
 	"github.com/kube-events/events-apiserver/pkg/archive"
 )
 
