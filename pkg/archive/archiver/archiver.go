@@ -57,10 +57,9 @@ const (
 	// checkpointEvery is how often a checkpoint starts: the archive's Sync
 	// of what is appended by then, then the write of its revision.
 	checkpointEvery = time.Second
-	// maxSyncs is the most Syncs in flight at once. A Sync takes seconds
-	// (the engine writes to disk on a timer: 3 s embedded, 12 s for a
-	// service at its default flush interval) and is mostly a wait, so they
-	// overlap: the checkpoint trails the appends by one Sync and at most
+	// maxSyncs is the most Syncs in flight at once. A Sync takes a second
+	// or two (the engine writes to disk on a timer of its flush interval)
+	// and is mostly a wait, so they overlap: the checkpoint trails the appends by one Sync and at most
 	// one checkpointEvery, not by a Sync and the wait for the one before.
 	maxSyncs = 16
 	// heartbeatEvery is the least often it is written, even idle, so that
