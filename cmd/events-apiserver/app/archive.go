@@ -73,7 +73,7 @@ func (a *ArchiveOptions) addFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&a.Retention, "archive-retention", a.Retention, "How long archived events stay searchable, by their last observation; at least 24h. "+
 		"With --archive=url it must match the service's -retentionPeriod.")
 	fs.DurationVar(&a.ServiceFlushInterval, "archive-service-flush-interval", a.ServiceFlushInterval, "The -inmemoryDataFlushInterval of the VictoriaLogs service of --archive=url: "+
-		"how long the archiver waits for what it appended to be on disk before it moves its checkpoint.")
+		"the archiver waits up to a minute and twice this for what it appended to be on disk before it gives up a checkpoint and appends again.")
 }
 
 // completed returns the options with the mode and the directory resolved

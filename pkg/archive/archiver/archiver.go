@@ -59,8 +59,9 @@ const (
 	checkpointEvery = time.Second
 	// maxSyncs is the most Syncs in flight at once. A Sync takes a second
 	// or two (the engine writes to disk on a timer of its flush interval)
-	// and is mostly a wait, so they overlap: the checkpoint trails the appends by one Sync and at most
-	// one checkpointEvery, not by a Sync and the wait for the one before.
+	// and is mostly a wait, so they overlap: the checkpoint trails the
+	// appends by one Sync and at most one checkpointEvery, not by a Sync
+	// and the wait for the one before.
 	maxSyncs = 16
 	// heartbeatEvery is the least often it is written, even idle, so that
 	// its age tells a running archiver (see CompactionHold).
