@@ -354,7 +354,11 @@ func waitHTTP(ctx context.Context, p *process, url string, timeout time.Duration
 func waitRunning(ctx context.Context, p *process, timeout time.Duration, cond wait.ConditionWithContextFunc) error {
 	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
 		if done, err := p.exited(); done {
-			return false, fmt.Errorf("%s exited: %v; log %s", p.name, err, p.log)
+			// The cluster's directory goes at teardown: the log's end
+			// goes with the error.
+			tail, _ := os.ReadFile(p.log)
+			lines := strings.Split(strings.TrimSpace(string(tail)), "\n")
+			return false, fmt.Errorf("%s exited: %v; the end of its log:\n%s", p.name, err, strings.Join(lines[max(len(lines)-15, 0):], "\n"))
 		}
 		return cond(ctx)
 	})
@@ -478,6 +482,11 @@ func (c *Cluster) startScheduler(ctx context.Context) error {
 		"--authorization-kubeconfig="+c.path("kube-scheduler.kubeconfig"),
 		"--bind-address=127.0.0.1", "--secure-port="+strconv.Itoa(port[0]),
 		"--leader-elect=false",
+		// A pod no node can take is tried again after this (the default
+		// is five minutes; the queue looks every 30 s), so that its
+		// FailedScheduling repeats, and becomes a series, within the
+		// suite's time.
+		"--pod-max-in-unschedulable-pods-duration=5s",
 		"--v=1")
 	if err != nil {
 		return err
