@@ -27,41 +27,10 @@ assets="$("${root}/hack/envtest-assets.sh")"
 
 log() { echo "cluster-assets: $*" >&2; }
 
-kube_cmds=(kubelet kube-scheduler kube-controller-manager kube-proxy)
+# shellcheck source=hack/lib/kube-build.sh
+source "${root}/hack/lib/kube-build.sh"
 
-build_kube() {
-  local work="${root}/.cache/envtest/build-cluster"
-  rm -rf "${work}" && mkdir -p "${work}"
-  (
-    cd "${work}"
-    printf 'module clusterassets\n\ngo 1.26\n' > go.mod
-    {
-      printf '//go:build tools\n\npackage clusterassets\n\nimport (\n'
-      for cmd in "${kube_cmds[@]}"; do printf '\t_ "k8s.io/kubernetes/cmd/%s"\n' "${cmd}"; done
-      printf ')\n'
-    } > tools.go
-    # As hack/envtest-assets.sh: k8s.io/kubernetes requires its staging
-    # modules at v0.0.0 with replace directives to ./staging; point each at
-    # its published version instead.
-    go mod edit -require "k8s.io/kubernetes@${KUBE_VERSION}"
-    go mod download -json "k8s.io/kubernetes@${KUBE_VERSION}" >/dev/null
-    local kmod
-    kmod="$(go env GOMODCACHE)/k8s.io/kubernetes@${KUBE_VERSION}/go.mod"
-    grep -oE '^\s*k8s\.io/[a-z0-9-]+ => \./staging' "${kmod}" | awk '{print $1}' | sort -u | while read -r m; do
-      go mod edit -replace "${m}=${m}@${STAGING_VERSION}"
-    done
-    GOFLAGS=-mod=mod go mod tidy >/dev/null 2>&1 || true
-    local v="k8s.io/component-base/version"
-    local ldflags="-s -w -X ${v}.gitVersion=${KUBE_VERSION} -X ${v}.gitMajor=1 -X ${v}.gitMinor=$(echo "${KUBE_VERSION}" | cut -d. -f2) -X ${v}.gitTreeState=clean"
-    for cmd in "${kube_cmds[@]}"; do
-      [[ -x "${assets}/${cmd}" ]] && continue
-      log "building ${cmd} ${KUBE_VERSION}"
-      GOFLAGS=-mod=mod go build -trimpath -ldflags "${ldflags}" -o "${assets}/${cmd}.tmp" "k8s.io/kubernetes/cmd/${cmd}"
-      mv "${assets}/${cmd}.tmp" "${assets}/${cmd}"
-    done
-  )
-  rm -rf "${work}"
-}
+kube_cmds=(kubelet kube-scheduler kube-controller-manager kube-proxy)
 
 build_coredns() {
   local work="${root}/.cache/envtest/build-coredns"
@@ -100,22 +69,6 @@ GO
   rm -rf "${work}"
 }
 
-build_etcd_static() {
-  local work="${root}/.cache/envtest/build-etcd-static"
-  rm -rf "${work}" && mkdir -p "${work}"
-  (
-    cd "${work}"
-    printf 'module clusteretcd\n\ngo 1.26\n' > go.mod
-    printf '//go:build tools\n\npackage clusteretcd\n\nimport _ "go.etcd.io/etcd/server/v3"\n' > tools.go
-    go mod edit -require "go.etcd.io/etcd/server/v3@${ETCD_VERSION}"
-    GOFLAGS=-mod=mod go mod tidy >/dev/null 2>&1 || true
-    log "building a static etcd ${ETCD_VERSION}"
-    CGO_ENABLED=0 GOFLAGS=-mod=mod go build -trimpath -ldflags "-s -w" -o "${assets}/etcd-static.tmp" go.etcd.io/etcd/server/v3
-    mv "${assets}/etcd-static.tmp" "${assets}/etcd-static"
-  )
-  rm -rf "${work}"
-}
-
 # Held while building, as in hack/envtest-assets.sh: make test builds these in
 # the background while the e2e suite may already ask for them.
 exec 9>"${assets}/.cluster.lock"
@@ -124,12 +77,13 @@ missing=false
 for cmd in "${kube_cmds[@]}"; do [[ -x "${assets}/${cmd}" ]] || missing=true; done
 if ${missing}; then
   log "building ${kube_cmds[*]} ${KUBE_VERSION} (about 10 minutes on 2 cores, cached afterwards)"
-  build_kube
+  build_kube_cmds "${root}/.cache/envtest/build-cluster" "${assets}" "${kube_cmds[@]}"
 fi
 if [[ ! -x "${assets}/coredns" ]]; then
   build_coredns
 fi
 if [[ ! -x "${assets}/etcd-static" ]]; then
-  build_etcd_static
+  log "building a static etcd ${ETCD_VERSION}"
+  CGO_ENABLED=0 build_etcd "${root}/.cache/envtest/build-etcd-static" "${assets}" etcd-static
 fi
 echo "${assets}"
