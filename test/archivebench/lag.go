@@ -211,10 +211,7 @@ func RunLag(ctx context.Context, target LagTarget, cfg LagConfig) (LagResult, er
 		last = max(last, a.revision)
 		latencies = append(latencies, a.at.Sub(a.sent))
 	}
-	if len(latencies) > 0 {
-		slices.Sort(latencies)
-		res.CreateP50, res.CreateP99 = quantile(latencies, 0.5), quantile(latencies, 0.99)
-	}
+	res.CreateP50, res.CreateP99 = harness.Quantile(latencies, 0.5), harness.Quantile(latencies, 0.99)
 
 	// The checkpoint catches up with the last acknowledged create.
 	caughtUp := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, cfg.CatchUp, true, func(context.Context) (bool, error) {
@@ -266,7 +263,7 @@ func RunLag(ctx context.Context, target LagTarget, cfg LagConfig) (LagResult, er
 	lags := archivedLags(acks, observations)
 	res.Archived = len(lags)
 	if len(lags) > 0 {
-		res.LagMin, res.LagP50, res.LagP90, res.LagP99, res.LagMax = lags[0], quantile(lags, 0.5), quantile(lags, 0.9), quantile(lags, 0.99), lags[len(lags)-1]
+		res.LagMin, res.LagP50, res.LagP90, res.LagP99, res.LagMax = lags[0], harness.Quantile(lags, 0.5), harness.Quantile(lags, 0.9), harness.Quantile(lags, 0.99), lags[len(lags)-1]
 	}
 	var inRun []observation
 	for _, o := range observations {
@@ -426,10 +423,6 @@ func (r *LagResult) report(logf func(string, ...any)) {
 
 // cpuMetric is a process's CPU time, served by Go programs.
 const cpuMetric = "process_cpu_seconds_total"
-
-func quantile(sorted []time.Duration, q float64) time.Duration {
-	return sorted[min(len(sorted)-1, int(q*float64(len(sorted))))]
-}
 
 func seconds(s float64) time.Duration {
 	return time.Duration(s * float64(time.Second)).Round(time.Millisecond)

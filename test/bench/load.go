@@ -21,7 +21,6 @@ import (
 	"fmt"
 	"net"
 	"path/filepath"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -38,6 +37,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+
+	"github.com/kube-events/events-apiserver/test/harness"
 )
 
 // namespace is where every benchmark event lives.
@@ -248,8 +249,7 @@ func listBy(ctx context.Context, cfg *rest.Config, events bool, selector string,
 		durations = append(durations, time.Since(start))
 		items = n
 	}
-	slices.Sort(durations)
-	return listResult{median: durations[len(durations)/2], samples: len(durations), items: items}, nil
+	return listResult{median: harness.Quantile(durations, 0.5), samples: len(durations), items: items}, nil
 }
 
 // watchResult is how selective watchers fared under a create load.
@@ -504,21 +504,10 @@ func selectiveWatchers(ctx context.Context, cfg Config, t *target, g *generator,
 	}
 	res.deleted, res.deleteTime = len(created), time.Since(start)
 	latMu.Lock()
-	res.p50, res.p99 = percentiles(latencies)
-	res.createP50, res.createP99 = percentiles(createLatencies)
+	res.p50, res.p99 = harness.Quantile(latencies, 0.5), harness.Quantile(latencies, 0.99)
+	res.createP50, res.createP99 = harness.Quantile(createLatencies, 0.5), harness.Quantile(createLatencies, 0.99)
 	latMu.Unlock()
 	return res, nil
-}
-
-// percentiles sorts durations and returns their median and 99th
-// percentile, zeros for none.
-func percentiles(durations []time.Duration) (p50, p99 time.Duration) {
-	slices.Sort(durations)
-	n := len(durations)
-	if n == 0 {
-		return 0, 0
-	}
-	return durations[n/2], durations[min(n-1, n*99/100)]
 }
 
 // warmUpSlice is how often warmUp checks whether the server's memory has

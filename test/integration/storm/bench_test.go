@@ -23,7 +23,6 @@ import (
 	"flag"
 	"fmt"
 	"net/http"
-	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -39,6 +38,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	policyv1alpha1 "github.com/kube-events/events-apiserver/pkg/apis/eventpolicy/v1alpha1"
+	"github.com/kube-events/events-apiserver/test/harness"
 	"github.com/kube-events/events-apiserver/test/integration/framework"
 )
 
@@ -273,15 +273,6 @@ func runStorm(b *testing.B, withStorm bool) stormResult {
 	return result
 }
 
-func percentile(samples []time.Duration, p float64) time.Duration {
-	if len(samples) == 0 {
-		return 0
-	}
-	sorted := slices.Clone(samples)
-	slices.Sort(sorted)
-	return sorted[min(len(sorted)-1, int(float64(len(sorted))*p))]
-}
-
 func report(b *testing.B, quiet, storm stormResult) {
 	seconds := storm.duration.Seconds()
 	total := 0
@@ -314,16 +305,16 @@ func report(b *testing.B, quiet, storm stormResult) {
 		r    stormResult
 	}{{"quiet", quiet}, {"storm", storm}} {
 		fmt.Printf("(b) %s: %d creates, refused or failed %v, p50 %v, p99 %v; (c) %d lists, p99 %v\n", run.name,
-			len(run.r.quietCreates), run.r.quietFailed, percentile(run.r.quietCreates, 0.5), percentile(run.r.quietCreates, 0.99),
-			len(run.r.lists), percentile(run.r.lists, 0.99))
+			len(run.r.quietCreates), run.r.quietFailed, harness.Quantile(run.r.quietCreates, 0.5), harness.Quantile(run.r.quietCreates, 0.99),
+			len(run.r.lists), harness.Quantile(run.r.lists, 0.99))
 	}
 	ratio := func(a, b time.Duration) float64 { return float64(a) / float64(max(b, 1)) }
 	fmt.Printf("(b) create p50 storm/quiet: %.2f, p99 storm/quiet: %.2f\n",
-		ratio(percentile(storm.quietCreates, 0.5), percentile(quiet.quietCreates, 0.5)),
-		ratio(percentile(storm.quietCreates, 0.99), percentile(quiet.quietCreates, 0.99)))
-	fmt.Printf("(c) list p99 storm/quiet: %.2f\n", ratio(percentile(storm.lists, 0.99), percentile(quiet.lists, 0.99)))
+		ratio(harness.Quantile(storm.quietCreates, 0.5), harness.Quantile(quiet.quietCreates, 0.5)),
+		ratio(harness.Quantile(storm.quietCreates, 0.99), harness.Quantile(quiet.quietCreates, 0.99)))
+	fmt.Printf("(c) list p99 storm/quiet: %.2f\n", ratio(harness.Quantile(storm.lists, 0.99), harness.Quantile(quiet.lists, 0.99)))
 	b.ReportMetric(float64(total)/seconds/float64(max(len(series), 1)), "etcd-writes/s/series")
-	b.ReportMetric(ratio(percentile(storm.quietCreates, 0.99), percentile(quiet.quietCreates, 0.99)), "b-p99-ratio")
+	b.ReportMetric(ratio(harness.Quantile(storm.quietCreates, 0.99), harness.Quantile(quiet.quietCreates, 0.99)), "b-p99-ratio")
 }
 
 // checkStorm fails the benchmark when storm safety regressed: (b) refused
