@@ -69,9 +69,10 @@ type Embedded struct {
 	cfg     EmbeddedConfig
 	storage *logstorage.Storage
 
-	mu       sync.Mutex
-	unsynced unsynced // what was appended since the last Sync began
-	closed   bool
+	appended appendLog
+
+	mu     sync.Mutex
+	closed bool
 }
 
 var _ archive.Archive = &Embedded{}
@@ -158,9 +159,7 @@ func (e *Embedded) Append(ctx context.Context, records []archive.Record) (err er
 		}
 	}
 	e.storage.MustAddRows(lr)
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.unsynced.addKept(records, e.cfg.Retention, time.Now())
+	return e.appended.record(records, e.cfg.Retention)
 }
 
 // Sync makes the records appended since the last Sync visible to Query at
@@ -168,30 +167,12 @@ func (e *Embedded) Append(ctx context.Context, records []archive.Record) (err er
 // latter: it writes what it holds in memory when it is FlushInterval old,
 // on a ticker of FlushInterval, so Sync asks it (waitOnDisk) until none of
 // their blocks is in memory, between one and two FlushIntervals.
-func (e *Embedded) Sync(ctx context.Context) (err error) {
-	e.mu.Lock()
-	u := e.unsynced
-	e.unsynced = unsynced{}
-	e.mu.Unlock()
-	if u.states == nil {
-		return nil
-	}
-	defer func() {
-		if err != nil {
-			// The next Sync waits for them again.
-			e.mu.Lock()
-			e.unsynced.merge(u)
-			e.mu.Unlock()
-		}
-	}()
-	if err := e.flush(); err != nil {
-		return err
-	}
-	return waitOnDisk(ctx, e, u, 2*e.cfg.FlushInterval+time.Minute)
+func (e *Embedded) Sync(ctx context.Context) error {
+	return e.appended.sync(ctx, e, e.flush, 2*e.cfg.FlushInterval+time.Minute)
 }
 
 // flush makes the library's buffered rows searchable parts.
-func (e *Embedded) flush() (err error) {
+func (e *Embedded) flush(context.Context) (err error) {
 	defer recoverPanic(&err, "flushing the archive")
 	e.storage.DebugFlush()
 	return nil

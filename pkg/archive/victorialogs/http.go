@@ -28,7 +28,6 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/kube-events/events-apiserver/pkg/archive"
@@ -66,10 +65,8 @@ type HTTPConfig struct {
 // JSON lines API (/insert/jsonline) and read through LogsQL
 // (/select/logsql/query): the same queries as Embedded.
 type HTTP struct {
-	cfg HTTPConfig
-
-	mu       sync.Mutex
-	unsynced unsynced // what was appended since the last Sync began
+	cfg      HTTPConfig
+	appended appendLog
 }
 
 var _ archive.Archive = &HTTP{}
@@ -180,9 +177,7 @@ func (h *HTTP) Append(ctx context.Context, records []archive.Record) error {
 	}
 	_, _ = io.Copy(io.Discard, resp.Body)
 	_ = resp.Body.Close()
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.unsynced.addKept(records, h.cfg.Retention, time.Now())
+	return h.appended.record(records, h.cfg.Retention)
 }
 
 // Sync asks the service to flush what it buffers (/internal/force_flush:
@@ -193,22 +188,12 @@ func (h *HTTP) Append(ctx context.Context, records []archive.Record) error {
 // the service lost (a storage node killed before its flush) never becomes
 // visible: Sync then fails after a minute (and twice FlushInterval), and
 // the archiver appends it again.
-func (h *HTTP) Sync(ctx context.Context) (err error) {
-	h.mu.Lock()
-	u := h.unsynced
-	h.unsynced = unsynced{}
-	h.mu.Unlock()
-	if u.states == nil {
-		return nil
-	}
-	defer func() {
-		if err != nil {
-			// The next Sync checks them again.
-			h.mu.Lock()
-			h.unsynced.merge(u)
-			h.mu.Unlock()
-		}
-	}()
+func (h *HTTP) Sync(ctx context.Context) error {
+	return h.appended.sync(ctx, h, h.forceFlush, time.Minute+2*h.cfg.FlushInterval)
+}
+
+// forceFlush asks the service to flush what it buffers.
+func (h *HTTP) forceFlush(ctx context.Context) error {
 	req, err := h.newRequest(ctx, h.cfg.URL, "/internal/force_flush", nil, nil)
 	if err != nil {
 		return err
@@ -219,7 +204,7 @@ func (h *HTTP) Sync(ctx context.Context) (err error) {
 	}
 	_, _ = io.Copy(io.Discard, resp.Body)
 	_ = resp.Body.Close()
-	return waitOnDisk(ctx, h, u, time.Minute+2*h.cfg.FlushInterval)
+	return nil
 }
 
 // Query answers q; see archive.Archive.

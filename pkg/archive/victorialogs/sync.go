@@ -22,6 +22,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -98,6 +99,46 @@ func (u *unsynced) filter() string {
 	slices.Sort(ns)
 	return fmt.Sprintf("_time:[%s, %s] {%s in (%s)} %s:range[%d, %d]", formatTime(u.since), formatTime(u.until),
 		colNamespace, strings.Join(ns, ","), colRV, u.oldest, u.newest)
+}
+
+// appendLog is what was appended since the last Sync began, for the Syncs
+// of both archives: Append records what the engine keeps; Sync takes it,
+// flushes, waits until it is on disk, and gives it back to the next Sync
+// when that failed.
+type appendLog struct {
+	mu sync.Mutex
+	u  unsynced
+}
+
+// record adds the records an Append sent.
+func (l *appendLog) record(records []archive.Record, retention time.Duration) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.u.addKept(records, retention, time.Now())
+}
+
+// sync makes what was recorded before it searchable (flush) and waits, at
+// most within, until it is visible in r and on disk (waitOnDisk).
+func (l *appendLog) sync(ctx context.Context, r runner, flush func(context.Context) error, within time.Duration) (err error) {
+	l.mu.Lock()
+	u := l.u
+	l.u = unsynced{}
+	l.mu.Unlock()
+	if u.states == nil {
+		return nil
+	}
+	defer func() {
+		if err != nil {
+			// The next Sync waits for them again.
+			l.mu.Lock()
+			l.u.merge(u)
+			l.mu.Unlock()
+		}
+	}()
+	if err := flush(ctx); err != nil {
+		return err
+	}
+	return waitOnDisk(ctx, r, u, within)
 }
 
 // waitOnDisk waits, within the given time, until every state of u is
