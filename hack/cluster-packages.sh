@@ -3,7 +3,8 @@
 # missing: containerd (with ctr, to import the locally built images), runc,
 # the CNI plugins (bridge, host-local, loopback, portmap in /usr/lib/cni),
 # iptables (kube-proxy) and iproute2. Debian packages, through apt-get;
-# needs root. Nothing else is installed.
+# needs root. Nothing else is installed. It runs on the host, before the
+# suite enters its sandbox, whose network namespace has no route out.
 set -o errexit -o nounset -o pipefail
 
 need=()
