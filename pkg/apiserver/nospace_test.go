@@ -257,8 +257,8 @@ func TestRetryableErrorsAreServiceUnavailable(t *testing.T) {
 				if !strings.Contains(err.Error(), tc.err.Error()) {
 					t.Errorf("%s: message %q does not name etcd's error", op.name, err)
 				}
-				status := err.(apierrors.APIStatus).Status()
-				if diff := cmp.Diff(&metav1.StatusDetails{Kind: "events", RetryAfterSeconds: RetryAfterSeconds}, status.Details); diff != "" {
+				details := err.(apierrors.APIStatus).Status().Details
+				if diff := cmp.Diff(&metav1.StatusDetails{Kind: "events", RetryAfterSeconds: RetryAfterSeconds}, details); diff != "" {
 					t.Errorf("%s: details (-want +got):\n%s", op.name, diff)
 				}
 			}
