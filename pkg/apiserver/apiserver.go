@@ -146,7 +146,7 @@ func (c CompletedConfig) New(ctx context.Context) (_ *EventsServer, err error) {
 	}
 
 	// Writes refused by an etcd out of space answer 503 with a Retry-After.
-	store, err := eventstorage.NewREST(Scheme, noSpaceUnavailable{c.GenericConfig.RESTOptionsGetter}, c.ExtraConfig.EventTTL, c.ExtraConfig.Fold)
+	store, err := eventstorage.NewREST(Scheme, storageUnavailable{c.GenericConfig.RESTOptionsGetter}, c.ExtraConfig.EventTTL, c.ExtraConfig.Fold)
 	if err != nil {
 		return nil, fmt.Errorf("creating the events store: %w", err)
 	}

@@ -26,7 +26,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -35,6 +38,7 @@ import (
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/registry/generic"
 	"k8s.io/apiserver/pkg/registry/rest"
+	"k8s.io/apiserver/pkg/storage"
 	"k8s.io/apiserver/pkg/storage/etcd3/testserver"
 	"k8s.io/apiserver/pkg/storage/storagebackend"
 	"k8s.io/apiserver/pkg/util/compatibility"
@@ -67,7 +71,7 @@ func TestNoSpaceIsServiceUnavailable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	store, err := eventstorage.NewREST(Scheme, noSpaceUnavailable{fixedRESTOptions{
+	store, err := eventstorage.NewREST(Scheme, storageUnavailable{fixedRESTOptions{
 		StorageConfig: resourceConfig, Decorator: generic.UndecoratedStorage, ResourcePrefix: "events", DeleteCollectionWorkers: 1,
 	}}, time.Hour, nil)
 	if err != nil {
@@ -132,8 +136,8 @@ func TestNoSpaceIsServiceUnavailable(t *testing.T) {
 			if !apierrors.IsServiceUnavailable(err) {
 				t.Fatalf("%s under NOSPACE: %v (%T), want 503 Service Unavailable", tc.name, err, err)
 			}
-			if seconds, ok := apierrors.SuggestsClientDelay(err); !ok || seconds != NoSpaceRetryAfterSeconds {
-				t.Errorf("suggested delay %d (%v), want %d", seconds, ok, NoSpaceRetryAfterSeconds)
+			if seconds, ok := apierrors.SuggestsClientDelay(err); !ok || seconds != RetryAfterSeconds {
+				t.Errorf("suggested delay %d (%v), want %d", seconds, ok, RetryAfterSeconds)
 			}
 			if !strings.Contains(err.Error(), "database space exceeded") {
 				t.Errorf("message %q does not say why", err)
@@ -154,5 +158,110 @@ func TestNoSpaceIsServiceUnavailable(t *testing.T) {
 	}
 	if _, _, err := store.Delete(ctx, "to-delete", rest.ValidateAllObjectFunc, &metav1.DeleteOptions{}); err != nil {
 		t.Errorf("delete under NOSPACE: %v", err)
+	}
+}
+
+// failingStorage answers every read and write with err, as the etcd3
+// store hands back the etcd client's error.
+type failingStorage struct {
+	storage.Interface
+	err error
+}
+
+func (s failingStorage) Create(context.Context, string, runtime.Object, runtime.Object, uint64) error {
+	return s.err
+}
+
+func (s failingStorage) GuaranteedUpdate(context.Context, string, runtime.Object, bool, *storage.Preconditions, storage.UpdateFunc, runtime.Object) error {
+	return s.err
+}
+
+func (s failingStorage) Delete(context.Context, string, runtime.Object, *storage.Preconditions, storage.ValidateObjectFunc, runtime.Object, storage.DeleteOptions) error {
+	return s.err
+}
+
+func (s failingStorage) Get(context.Context, string, storage.GetOptions, runtime.Object) error {
+	return s.err
+}
+
+func (s failingStorage) GetList(context.Context, string, storage.ListOptions, runtime.Object) error {
+	return s.err
+}
+
+// TestRetryableErrorsAreServiceUnavailable passes the etcd client's own
+// errors through the storage decorator: those etcd answers for a passing
+// reason (out of space, no leader or an election, a request timed out,
+// overloaded, no member reachable) become 503 with a Retry-After on every
+// read and write, so that client-go waits and retries; every other error
+// is left as it is (the generic store makes a 500, 404, 409 or 410 of it).
+func TestRetryableErrorsAreServiceUnavailable(t *testing.T) {
+	for _, tc := range []struct {
+		err       error
+		retryable bool
+	}{
+		{rpctypes.ErrNoSpace, true},
+		{rpctypes.ErrTooManyRequests, true},
+		{rpctypes.ErrNoLeader, true},
+		{rpctypes.ErrLeaderChanged, true},
+		{rpctypes.ErrStopped, true},
+		{rpctypes.ErrTimeout, true},
+		{rpctypes.ErrTimeoutDueToLeaderFail, true},
+		{rpctypes.ErrTimeoutDueToConnectionLost, true},
+		{rpctypes.ErrTimeoutWaitAppliedIndex, true},
+		{rpctypes.ErrUnhealthy, true},
+		// What gRPC answers when no member takes the connection.
+		{status.Error(codes.Unavailable, "connection error: desc = \"transport: Error while dialing: dial tcp 127.0.0.1:2379: connect: connection refused\""), true},
+		// The etcd3 store wraps some errors with %w.
+		{fmt.Errorf("list of events: %w", rpctypes.ErrLeaderChanged), true},
+
+		{rpctypes.ErrCompacted, false},
+		{rpctypes.ErrFutureRev, false},
+		{rpctypes.ErrRequestTooLarge, false},
+		{rpctypes.ErrTooManyOps, false},
+		{rpctypes.ErrKeyNotFound, false},
+		{rpctypes.ErrLeaseNotFound, false},
+		{rpctypes.ErrPermissionDenied, false},
+		{rpctypes.ErrCorrupt, false},
+		{status.Error(codes.ResourceExhausted, "grpc: received message larger than max"), false},
+		{context.DeadlineExceeded, false},
+		{errors.New("decoding: unexpected EOF"), false},
+	} {
+		t.Run(tc.err.Error(), func(t *testing.T) {
+			s := unavailableStorage{Interface: failingStorage{err: tc.err}, resource: core.Resource("events")}
+			ctx := context.Background()
+			for _, op := range []struct {
+				name string
+				call func() error
+			}{
+				{"create", func() error { return s.Create(ctx, "k", &core.Event{}, &core.Event{}, 1) }},
+				{"update", func() error { return s.GuaranteedUpdate(ctx, "k", &core.Event{}, false, nil, nil, nil) }},
+				{"delete", func() error {
+					return s.Delete(ctx, "k", &core.Event{}, nil, storage.ValidateAllObjectFunc, nil, storage.DeleteOptions{})
+				}},
+				{"get", func() error { return s.Get(ctx, "k", storage.GetOptions{}, &core.Event{}) }},
+				{"list", func() error { return s.GetList(ctx, "k", storage.ListOptions{}, &core.EventList{}) }},
+			} {
+				err := op.call()
+				if !tc.retryable {
+					if err != tc.err {
+						t.Errorf("%s: %v (%T), want the error unchanged", op.name, err, err)
+					}
+					continue
+				}
+				if !apierrors.IsServiceUnavailable(err) {
+					t.Fatalf("%s: %v (%T), want 503 Service Unavailable", op.name, err, err)
+				}
+				if seconds, ok := apierrors.SuggestsClientDelay(err); !ok || seconds != RetryAfterSeconds {
+					t.Errorf("%s: suggested delay %d (%v), want %d", op.name, seconds, ok, RetryAfterSeconds)
+				}
+				if !strings.Contains(err.Error(), tc.err.Error()) {
+					t.Errorf("%s: message %q does not name etcd's error", op.name, err)
+				}
+				details := err.(apierrors.APIStatus).Status().Details
+				if diff := cmp.Diff(&metav1.StatusDetails{Kind: "events", RetryAfterSeconds: RetryAfterSeconds}, details); diff != "" {
+					t.Errorf("%s: details (-want +got):\n%s", op.name, diff)
+				}
+			}
+		})
 	}
 }

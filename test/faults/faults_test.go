@@ -44,6 +44,19 @@ type env struct {
 	etcd      *harness.Etcd
 	server    *harness.Server
 	namespace string
+	// ttl is the server's --event-ttl, defaultEventTTL when zero.
+	ttl time.Duration
+	// expired counts the acknowledged creates that inject verified and
+	// found expired (see verifyTTL).
+	expired int
+}
+
+// eventTTL is how long the server keeps an event after its last write.
+func (e *env) eventTTL() time.Duration {
+	if e.ttl == 0 {
+		return defaultEventTTL
+	}
+	return e.ttl
 }
 
 // faultCase is one fault of the suite.
@@ -53,7 +66,8 @@ type faultCase struct {
 	start func(t *testing.T) *env
 	// inject runs the fault during the load and returns when its cause
 	// ended (etcd or the server back, etcd resumed, NOSPACE raised), and
-	// the writes it already verified (those that expire before the end).
+	// the writes it already verified (those that expire before the end;
+	// it counts those that had expired when it read them in e.expired).
 	inject func(t *testing.T, e *env, l *load) (end time.Time, verified map[string]written)
 	// etcdAway: etcd was unreachable, so /readyz must have gone not-ready
 	// (and come back by itself) while /livez stayed ok.
@@ -180,10 +194,10 @@ func runFault(t *testing.T, fc faultCase) {
 			remaining[name] = w
 		}
 	}
-	lost := verify(t, e.server.RestConfig, e.namespace, remaining)
+	lost, expired := verifyTTL(t, e.server.RestConfig, e.namespace, remaining, e.eventTTL())
 	notReady, wentUnready, livezFailures := h.summary()
 	record(result{
-		fault: fc.name, acknowledged: len(acked), lost: len(lost), errors: errs, maxLatency: maxLatency,
+		fault: fc.name, acknowledged: len(acked), lost: len(lost), expired: expired + e.expired, errors: errs, maxLatency: maxLatency,
 		notReady: notReady, timeToReady: readyAt.Sub(end), timeToWrite: writeAt.Sub(end), note: fc.note,
 	})
 
@@ -199,8 +213,8 @@ func runFault(t *testing.T, fc faultCase) {
 	if fc.etcdAway && !wentUnready {
 		t.Errorf("/readyz stayed ok while etcd was away")
 	}
-	t.Logf("%s: %d acknowledged, %d lost, errors %s, max latency %v, not ready %v, ready %v and writable %v after the fault; first error per code: %v",
-		fc.name, len(acked), len(lost), formatCodes(errs), maxLatency, notReady, readyAt.Sub(end), writeAt.Sub(end), l.errorSamples())
+	t.Logf("%s: %d acknowledged, %d lost, %d expired before they were read, errors %s, max latency %v, not ready %v, ready %v and writable %v after the fault; first error per code: %v",
+		fc.name, len(acked), len(lost), expired+e.expired, formatCodes(errs), maxLatency, notReady, readyAt.Sub(end), writeAt.Sub(end), l.errorSamples())
 }
 
 // externalEtcd starts an etcd cluster of n members of the envtest binary

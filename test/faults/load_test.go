@@ -46,6 +46,14 @@ const serverRequestTimeout = 60 * time.Second
 // calls the request hung.
 const clientSlack = 15 * time.Second
 
+// defaultEventTTL is the server's --event-ttl when a fault does not set it.
+const defaultEventTTL = time.Hour
+
+// expiryMargin is how long before its earliest expiry an acknowledged
+// event is still required to be readable: etcd's lease checks and clocks
+// only make an event live longer, the margin keeps the rule clear of them.
+const expiryMargin = 2 * time.Second
+
 // Versions the reporters write through.
 const (
 	coreV1        = "v1"
@@ -61,7 +69,11 @@ type written struct {
 	note      string
 	regarding string
 	reason    string
-	at        time.Time
+	// sent is when the create was sent: the event's lease, granted or
+	// reused while the server handled it, lasts at least the TTL from then.
+	sent time.Time
+	// at is when the create was acknowledged.
+	at time.Time
 }
 
 // load is a steady create load: reporters, each with its own client-go
@@ -182,7 +194,7 @@ func (l *load) report(ctx context.Context, clientset kubernetes.Interface, index
 			l.maxLatency = latency
 		}
 		if err == nil {
-			w.uid, w.at = uid, time.Now()
+			w.uid, w.sent, w.at = uid, start, time.Now()
 			l.acked[w.name] = w
 			l.lastAck = w.at
 		} else {
@@ -356,8 +368,21 @@ func (l *load) waitAcked(t *testing.T, n int, timeout time.Duration) {
 }
 
 // verify reads back, through each version, every acknowledged write in
-// want and returns those missing or changed.
+// want and returns those missing or changed, for a server with the
+// default TTL (see verifyTTL).
 func verify(t *testing.T, config *rest.Config, namespace string, want map[string]written) []string {
+	t.Helper()
+	lost, _ := verifyTTL(t, config, namespace, want, defaultEventTTL)
+	return lost
+}
+
+// verifyTTL reads back, through each version, every acknowledged write in
+// want and returns those missing or changed, and how many were missing
+// because they may have expired: an event lives at least ttl from when its
+// create was sent, so one missing from a list that ended later than that
+// (less expiryMargin) expired as it should, and is not lost. A changed
+// event is lost whatever its age.
+func verifyTTL(t *testing.T, config *rest.Config, namespace string, want map[string]written, ttl time.Duration) (lost []string, expired int) {
 	t.Helper()
 	clientset, err := kubernetes.NewForConfig(config)
 	if err != nil {
@@ -366,26 +391,29 @@ func verify(t *testing.T, config *rest.Config, namespace string, want map[string
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	got := map[string]written{}
+	listed := map[string]time.Time{} // when each version's list ended
 	for _, version := range []string{coreV1, eventsV1beta1, eventsV1} {
 		items, err := list(ctx, clientset, namespace, version)
 		if err != nil {
 			t.Fatalf("listing events through %s: %v", version, err)
 		}
+		listed[version] = time.Now()
 		for _, w := range items {
 			got[version+"/"+w.name] = w
 		}
 	}
-	var lost []string
 	for name, w := range want {
 		stored, ok := got[w.version+"/"+name]
 		switch {
+		case !ok && !listed[w.version].Before(w.sent.Add(ttl-expiryMargin)):
+			expired++
 		case !ok:
 			lost = append(lost, name+": missing")
 		case stored.uid != w.uid || stored.note != w.note || stored.regarding != w.regarding || stored.reason != w.reason:
 			lost = append(lost, fmt.Sprintf("%s: stored %+v, acknowledged %+v", name, stored, w))
 		}
 	}
-	return lost
+	return lost, expired
 }
 
 // list lists every event of namespace through version, page by page.

@@ -68,6 +68,9 @@ type result struct {
 	fault string
 	// acknowledged creates (2xx) and those not readable afterwards.
 	acknowledged, lost int
+	// expired counts acknowledged creates not readable afterwards that
+	// may have expired (their TTL passed) by then: not lost.
+	expired int
 	// errors counts failed creates by HTTP code, or by "connection" when
 	// the server was not there to answer.
 	errors map[string]int
@@ -102,9 +105,9 @@ func printResults() {
 		return
 	}
 	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(w, "FAULT\tACKNOWLEDGED\tLOST\tERRORS BY CODE\tMAX LATENCY\tNOT READY\tTIME TO READY\tTIME TO WRITE\tNOTE")
+	fmt.Fprintln(w, "FAULT\tACKNOWLEDGED\tLOST\tEXPIRED\tERRORS BY CODE\tMAX LATENCY\tNOT READY\tTIME TO READY\tTIME TO WRITE\tNOTE")
 	for _, r := range results {
-		fmt.Fprintf(w, "%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", r.fault, r.acknowledged, r.lost, formatCodes(r.errors),
+		fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", r.fault, r.acknowledged, r.lost, r.expired, formatCodes(r.errors),
 			round(r.maxLatency), round(r.notReady), round(r.timeToReady), round(r.timeToWrite), r.note)
 	}
 	fmt.Println("fault suite results:")
