@@ -46,8 +46,9 @@ fuzz: ## Fuzz request decoding and field selectors, FUZZ_TIME (100000x, about a 
 	for target in FuzzDecodeJSON FuzzDecodeProtobuf FuzzFieldSelector; do $(GO) test -run '^$$' -fuzz "^$$target\$$" -fuzztime $(FUZZ_TIME) ./pkg/apiserver || exit 1; done
 
 .PHONY: test-integration
-test-integration: ## Run the integration tests (builds envtest assets on first use).
-	assets="$$(hack/envtest-assets.sh)" && KUBEBUILDER_ASSETS="$$assets" PATH="$$assets:$$PATH" $(GO) test -count=1 ./test/integration/...
+test-integration: ## Run the integration tests as CI does, the history tests on a victoria-logs service too (builds envtest and VictoriaLogs assets on first use).
+	assets="$$(hack/envtest-assets.sh)" && vlogs="$$(hack/victorialogs-assets.sh)" && \
+	  KUBEBUILDER_ASSETS="$$assets" VICTORIALOGS_ASSETS="$$vlogs" PATH="$$assets:$$PATH" $(GO) test -count=1 -timeout 45m ./test/integration/...
 
 .PHONY: test-e2e
 test-e2e: ## Run the end-to-end suite as root: a one-node cluster from binaries (hack/cluster-assets.sh) in its own network, mount and PID namespaces runs the images and the manifests.

@@ -96,7 +96,7 @@ func runVictoriaLogs(t *testing.T, args ...string) (string, func()) {
 	t.Helper()
 	dir := os.Getenv("VICTORIALOGS_ASSETS")
 	if dir == "" {
-		t.Skip("VICTORIALOGS_ASSETS is not set: export VICTORIALOGS_ASSETS=$(hack/victorialogs-assets.sh)")
+		t.Fatal("VICTORIALOGS_ASSETS is not set: export VICTORIALOGS_ASSETS=$(hack/victorialogs-assets.sh), or run make test-integration")
 	}
 	// On a free port, unless args name one (a restart on the same address).
 	addr := ""
