@@ -55,10 +55,10 @@ import (
 	"github.com/kube-events/events-apiserver/test/integration/framework"
 )
 
-// engines are the archives the tests run on: the embedded engine, and,
-// when VICTORIALOGS_ASSETS names the directory of victoria-logs
-// (hack/victorialogs-assets.sh), a single-node service and a cluster of
-// two storage nodes behind one node that inserts and selects.
+// engines are the archives the tests run on: the embedded engine, a
+// single-node service and a cluster of two storage nodes behind one node
+// that inserts and selects, both run from the victoria-logs in
+// VICTORIALOGS_ASSETS (hack/victorialogs-assets.sh).
 var engines = []string{"embedded", "service", "cluster"}
 
 // archiveArgs are the server flags of engine; a service is started for
