@@ -12,6 +12,7 @@ ARG COMMIT=""
 ARG DATE=""
 WORKDIR /src
 COPY go.mod go.sum ./
+COPY pkg/recorder/go.mod pkg/recorder/go.sum ./pkg/recorder/
 RUN go mod download
 COPY . .
 RUN CGO_ENABLED=0 go build -trimpath -ldflags "$(VERSION="${VERSION}" COMMIT="${COMMIT}" DATE="${DATE}" hack/ldflags.sh)" \

@@ -80,6 +80,7 @@ require (
 	github.com/jonboulle/clockwork v0.5.0 // indirect
 	github.com/json-iterator/go v1.1.12 // indirect
 	github.com/klauspost/compress v1.19.0 // indirect
+	github.com/kube-events/events-apiserver/pkg/recorder v0.0.0-00010101000000-000000000000
 	github.com/kylelemons/godebug v1.1.0 // indirect
 	github.com/moby/term v0.5.2 // indirect
 	github.com/modern-go/concurrent v0.0.0-20180306012644-bacd9c7ef1dd // indirect
@@ -150,3 +151,5 @@ tool (
 	k8s.io/code-generator/cmd/go-to-protobuf/protoc-gen-gogo
 	k8s.io/kube-openapi/cmd/openapi-gen
 )
+
+replace github.com/kube-events/events-apiserver/pkg/recorder => ./pkg/recorder

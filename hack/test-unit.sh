@@ -17,3 +17,6 @@ export VICTORIALOGS_ASSETS
 
 echo "test-unit: go test -race ./cmd/... ./pkg/..."
 go test -race -count=1 -timeout 20m ./cmd/... ./pkg/...
+
+echo "test-unit: go test -race ./... in pkg/recorder (a module of its own)"
+go test -C pkg/recorder -race -count=1 -timeout 10m ./...
