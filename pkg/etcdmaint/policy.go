@@ -36,8 +36,9 @@ type Hold func(ctx context.Context) (revision int64, ok bool, err error)
 // counts what it compacts past (see Maintainer.Sync). The zero Policy
 // holds nothing back.
 //
-// The generic storage's compaction knows no hold: the server turns it off
-// wherever a Policy has one (see pkg/apiserver's ArchiveConfig).
+// The generic storage's compaction knows no hold: with an archive the
+// server turns it off and runs the Compactor instead (see pkg/apiserver's
+// ArchiveConfig.CompactionInterval).
 type Policy struct {
 	// Hold, when set, holds compaction back.
 	Hold Hold
