@@ -109,17 +109,25 @@ func (c CompletedConfig) newArchiver(a archive.Archive) (*archiver.Archiver, err
 	})
 }
 
-// newCompactor returns the etcd compaction held back by the archive's
-// checkpoint, through client (under the storage prefix, where the
-// checkpoint is).
+// newCompactor returns the periodic etcd compaction, through client, under
+// compactionPolicy.
 func newCompactor(client *clientv3.Client, cfg ArchiveConfig) *etcdmaint.Compactor {
+	return etcdmaint.NewCompactor(etcdmaint.CompactorConfig{
+		Client:   client,
+		Interval: cfg.CompactionInterval,
+		Policy:   compactionPolicy(client, cfg),
+	})
+}
+
+// compactionPolicy is the one policy of every compaction the server runs
+// with an archive (the periodic one and the etcd maintenance's under
+// NOSPACE): never past the revision after the archive's checkpoint, read
+// through client (under the storage prefix, where the checkpoint is),
+// while the checkpoint is younger than cfg's bound.
+func compactionPolicy(client *clientv3.Client, cfg ArchiveConfig) etcdmaint.Policy {
 	maxHold := cfg.MaxCompactionHold
 	if maxHold == 0 {
 		maxHold = archiver.DefaultMaxHold
 	}
-	return etcdmaint.NewCompactor(etcdmaint.CompactorConfig{
-		Client:   client,
-		Interval: cfg.CompactionInterval,
-		Hold:     archiver.CompactionHold(client, maxHold, time.Now),
-	})
+	return etcdmaint.Policy{Hold: archiver.CompactionHold(client, maxHold, time.Now)}
 }

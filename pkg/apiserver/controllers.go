@@ -136,6 +136,10 @@ func (c CompletedConfig) newControllers(store *eventstorage.REST, a archive.Arch
 			// disarming a disarmed alarm is a no-op.
 			maintenance := *extra.EtcdMaintenance
 			maintenance.Client = client
+			if a != nil {
+				// Its compaction under NOSPACE, held as the periodic one.
+				maintenance.Policy = compactionPolicy(client, *extra.Archive)
+			}
 			cfg.EveryReplica = append(cfg.EveryReplica, etcdmaint.New(maintenance))
 		}
 		if compacting {

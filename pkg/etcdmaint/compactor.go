@@ -49,16 +49,14 @@ type CompactorConfig struct {
 	// at one interval earlier, as the generic server's
 	// --etcd-compaction-interval.
 	Interval time.Duration
-	// Hold, when set, returns the revision compaction must not pass (the
-	// first one a reader still needs), or false when nothing holds it
-	// back. A compaction is then to the older of the two.
-	Hold func(ctx context.Context) (revision int64, ok bool, err error)
+	// Policy holds compaction back (to the archive's checkpoint).
+	Policy Policy
 	// Clock is the real clock if nil.
 	Clock clock.Clock
 }
 
 // Compactor compacts etcd every interval, as k8s.io/apiserver's storage
-// does when the server owns its etcd, but never past what Hold returns:
+// does when the server owns its etcd, but never past its Policy's hold:
 // the server turns the generic compaction off (CompactionInterval 0) and
 // runs this one instead when a reader, the archiver, must see every
 // revision from its checkpoint on. Every replica runs it; the compare-and-swap
@@ -101,7 +99,7 @@ func (c *Compactor) Name() string { return "etcd-compactor" }
 func (c *Compactor) Run(ctx context.Context) {
 	logger := klog.FromContext(ctx).WithValues("controller", c.Name())
 	ctx = klog.NewContext(ctx, logger)
-	logger.Info("Starting etcd compaction", "interval", c.cfg.Interval, "held", c.cfg.Hold != nil)
+	logger.Info("Starting etcd compaction", "interval", c.cfg.Interval, "held", c.cfg.Policy.Hold != nil)
 	for {
 		select {
 		case <-ctx.Done():
@@ -125,25 +123,20 @@ func (c *Compactor) Run(ctx context.Context) {
 
 // Sync runs one round of the protocol: if no other replica compacted
 // since this one last looked, it compacts to the revision of the previous
-// round, held back to Hold's, and remembers the current revision for the
-// next round.
+// round, where the Policy says (held back to the hold), and remembers the
+// current revision for the next round.
 func (c *Compactor) Sync(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
 	defer cancel()
-	target := c.revision
-	held := false
-	if c.cfg.Hold != nil && target != 0 {
-		hold, ok, err := c.cfg.Hold(ctx)
-		if err != nil {
-			// Compacting without knowing what the reader needs could
-			// lose it: skip this round.
+	to := Target{Revision: c.revision}
+	if c.revision != 0 {
+		var err error
+		if to, err = c.cfg.Policy.Target(ctx, c.revision); err != nil {
 			compactions.WithLabelValues(resultError).Inc()
-			return fmt.Errorf("reading what holds compaction back: %w", err)
-		}
-		if ok && hold < target {
-			target, held = hold, true
+			return err
 		}
 	}
+	target, held := to.Revision, to.Held
 	resp, err := c.kv.Txn(ctx).If(
 		clientv3.Compare(clientv3.Version(compactRevKey), "=", c.version),
 	).Then(

@@ -91,7 +91,7 @@ func TestCompactorSync(t *testing.T) {
 			var due int64
 			cfg := CompactorConfig{Client: client}
 			if tc.hold != nil {
-				cfg.Hold = func(context.Context) (int64, bool, error) { return tc.hold(due) }
+				cfg.Policy.Hold = func(context.Context) (int64, bool, error) { return tc.hold(due) }
 			}
 			c := NewCompactor(cfg)
 			if err := c.Sync(ctx); err != nil {

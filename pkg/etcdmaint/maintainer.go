@@ -16,14 +16,18 @@ limitations under the License.
 
 // Package etcdmaint keeps the server's etcd writable without an operator:
 // when etcd has raised its NOSPACE alarm (the backend reached
-// --quota-backend-bytes), it compacts to the current revision, defragments
+// --quota-backend-bytes), it compacts (where the Policy says: to the
+// current revision, held back to the archive's checkpoint), defragments
 // every member and disarms the alarm once the database is back below the
 // high-water mark; it also defragments a member whose file is mostly free
-// pages and close to the quota, before the alarm is raised.
+// pages and close to the quota, before the alarm is raised. It also holds
+// the periodic compaction that replaces the generic storage's when a
+// reader (the archiver) needs every revision from its checkpoint on
+// (Compactor).
 //
 // Space is freed by what the server already does: events expire with their
-// TTL lease (lease revocations are allowed under NOSPACE) and the generic
-// API server compacts every --etcd-compaction-interval. Neither shrinks the
+// TTL lease (lease revocations are allowed under NOSPACE) and the server
+// compacts every --etcd-compaction-interval. Neither shrinks the
 // database file: only defragmentation does, and etcd refuses writes until
 // the alarm is disarmed even when the space is back. kube-apiserver leaves
 // both steps to an operator; this loop does them.
@@ -79,6 +83,9 @@ type Config struct {
 	// above it whose file is at least half free pages is defragmented
 	// before the alarm comes. DefaultHighWater if zero.
 	HighWater float64
+	// Policy holds the compaction under NOSPACE back (to the archive's
+	// checkpoint), as it holds the periodic one.
+	Policy Policy
 }
 
 // Maintainer is the etcd housekeeping loop.
@@ -86,6 +93,7 @@ type Maintainer struct {
 	client    *clientv3.Client
 	interval  time.Duration
 	highWater float64
+	policy    Policy
 }
 
 // New returns a Maintainer for cfg.
@@ -97,7 +105,7 @@ func New(cfg Config) *Maintainer {
 		cfg.HighWater = DefaultHighWater
 	}
 	registerMetrics()
-	return &Maintainer{client: cfg.Client, interval: cfg.Interval, highWater: cfg.HighWater}
+	return &Maintainer{client: cfg.Client, interval: cfg.Interval, highWater: cfg.HighWater, policy: cfg.Policy}
 }
 
 // Name names the loop in logs and in its health check (pkg/controller).
@@ -131,6 +139,16 @@ type member struct {
 // Sync runs one round: read every member's status and the alarms; under
 // NOSPACE compact, defragment every member and disarm the alarm when the
 // space is back; otherwise defragment members that need it.
+//
+// Under NOSPACE the compaction goes where the Policy says: to the current
+// revision, held back to the hold. When compacting to the hold frees too
+// little (a member is still above the high-water mark once defragmented),
+// it compacts on to the current revision, the only way out: the hold
+// cannot move meanwhile (the archiver's checkpoint is a write, which etcd
+// refuses under NOSPACE), and the expired events it waits for were deleted
+// after it. It logs that and counts the revisions it compacted past the
+// hold (historyLostRevisions): the states written in them that the
+// archiver had not archived yet are missing from the history.
 func (m *Maintainer) Sync(ctx context.Context) error {
 	logger := klog.FromContext(ctx)
 	members, err := m.members(ctx)
@@ -155,29 +173,48 @@ func (m *Maintainer) Sync(ctx context.Context) error {
 	}
 
 	logger.Info("etcd is out of space: compacting and defragmenting", "alarms", len(alarms))
-	if err := m.compact(ctx); err != nil {
+	current, err := m.revision(ctx)
+	if err != nil {
 		return err
 	}
-	for _, mem := range members {
-		// Every replica runs this loop: a member another replica has just
-		// defragmented has next to no free pages left, and is skipped.
-		if fresh, err := m.status(ctx, mem); err == nil && fresh.dbSize-fresh.inUse < fresh.dbSize/10 {
-			continue
+	target, err := m.policy.Target(ctx, current)
+	if err != nil {
+		compactions.WithLabelValues(resultError).Inc()
+		return err
+	}
+	compacted, err := m.compact(ctx, target)
+	if err != nil {
+		return err
+	}
+	full, err := m.defragmentAll(ctx, members, compacted)
+	if err != nil {
+		return err
+	}
+	if full != nil && target.Held {
+		oldest, err := m.oldestRevision(ctx, target.Revision, current)
+		if err != nil {
+			return err
 		}
-		if err := m.defragment(ctx, mem); err != nil {
+		lost := current - max(target.Revision, oldest)
+		logger.Info("Compacting etcd past the archive's checkpoint: compacting to it freed too little to leave NOSPACE; "+
+			"what was written after it and not archived yet is missing from the history",
+			"hold", target.Revision, "revision", current, "revisions", lost,
+			"member", full.name, "dbSize", full.dbSize, "quota", full.quota)
+		compacted, err = m.compact(ctx, Target{Revision: current})
+		if err != nil {
+			return err
+		}
+		if compacted && lost > 0 {
+			historyLostRevisions.Add(float64(lost))
+		}
+		if full, err = m.defragmentAll(ctx, members, compacted); err != nil {
 			return err
 		}
 	}
-	if members, err = m.members(ctx); err != nil {
-		return err
-	}
-	recordSizes(members)
-	for _, mem := range members {
-		if float64(mem.dbSize) >= m.highWater*float64(mem.quota) {
-			logger.Info("etcd still too full after defragmentation: keeping the NOSPACE alarm until TTLs free more",
-				"member", mem.name, "dbSize", mem.dbSize, "dbSizeInUse", mem.inUse, "quota", mem.quota)
-			return nil
-		}
+	if full != nil {
+		logger.Info("etcd still too full after defragmentation: keeping the NOSPACE alarm until TTLs free more",
+			"member", full.name, "dbSize", full.dbSize, "dbSizeInUse", full.inUse, "quota", full.quota)
+		return nil
 	}
 	for _, alarm := range alarms {
 		ctx, cancel := context.WithTimeout(ctx, requestTimeout)
@@ -190,6 +227,37 @@ func (m *Maintainer) Sync(ctx context.Context) error {
 		logger.Info("Disarmed etcd's NOSPACE alarm", "memberID", fmt.Sprintf("%x", alarm.MemberID))
 	}
 	return nil
+}
+
+// defragmentAll defragments members, one at a time in their order, and
+// returns the first member still at or above the high-water mark
+// afterwards, nil if none is. Unless compacted (this replica has just
+// compacted: etcd counts the pages a compaction freed only after later
+// writes, which it refuses under NOSPACE), it skips a member with next to
+// no free pages.
+func (m *Maintainer) defragmentAll(ctx context.Context, members []member, compacted bool) (*member, error) {
+	for _, mem := range members {
+		// Every replica runs this loop: a member another replica has just
+		// compacted and defragmented has next to no free pages left, and
+		// is skipped.
+		if fresh, err := m.status(ctx, mem); !compacted && err == nil && fresh.dbSize-fresh.inUse < fresh.dbSize/10 {
+			continue
+		}
+		if err := m.defragment(ctx, mem); err != nil {
+			return nil, err
+		}
+	}
+	after, err := m.members(ctx)
+	if err != nil {
+		return nil, err
+	}
+	recordSizes(after)
+	for _, mem := range after {
+		if float64(mem.dbSize) >= m.highWater*float64(mem.quota) {
+			return &mem, nil
+		}
+	}
+	return nil, nil
 }
 
 // fragmented tells whether the member's file is above the high-water mark
@@ -266,26 +334,64 @@ func (m *Maintainer) noSpaceAlarms(ctx context.Context) ([]*etcdserverpb.AlarmMe
 	return alarms, nil
 }
 
-// compact discards every revision older than the current one, so that
-// the keys deleted by expired leases free their pages now rather than after
-// the generic compactor's next two intervals. Watchers further behind get
-// 410 Gone and list again, as after any compaction.
-func (m *Maintainer) compact(ctx context.Context) error {
+// revision reads etcd's current revision (a read, allowed under NOSPACE).
+func (m *Maintainer) revision(ctx context.Context) (int64, error) {
 	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
 	defer cancel()
-	// A read, allowed under NOSPACE, for the current revision.
-	resp, err := m.client.Get(ctx, "compact_rev_key", clientv3.WithCountOnly())
+	resp, err := m.client.Get(ctx, compactRevKey, clientv3.WithCountOnly())
 	if err != nil {
-		return fmt.Errorf("reading etcd's revision: %w", err)
+		return 0, fmt.Errorf("reading etcd's revision: %w", err)
 	}
-	_, err = m.client.Compact(ctx, resp.Header.Revision, clientv3.WithCompactPhysical())
-	if err != nil && !errors.Is(err, rpctypes.ErrCompacted) {
+	return resp.Header.Revision, nil
+}
+
+// compact discards every revision older than target's, so that the keys
+// deleted by expired leases before it free their pages now rather than
+// after the periodic compaction's next two intervals. Watchers further
+// behind get 410 Gone and list again, as after any compaction. It tells
+// whether it compacted: false if etcd was compacted to target already.
+func (m *Maintainer) compact(ctx context.Context, target Target) (bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	defer cancel()
+	_, err := m.client.Compact(ctx, target.Revision, clientv3.WithCompactPhysical())
+	if errors.Is(err, rpctypes.ErrCompacted) {
+		return false, nil
+	}
+	if err != nil {
 		compactions.WithLabelValues(resultError).Inc()
-		return fmt.Errorf("compacting etcd to revision %d: %w", resp.Header.Revision, err)
+		return false, fmt.Errorf("compacting etcd to revision %d: %w", target.Revision, err)
 	}
 	compactions.WithLabelValues(resultSuccess).Inc()
-	klog.FromContext(ctx).Info("Compacted etcd", "revision", resp.Header.Revision)
-	return nil
+	if target.Held {
+		heldCompactions.Inc()
+	}
+	klog.FromContext(ctx).Info("Compacted etcd", "revision", target.Revision, "held", target.Held)
+	return true, nil
+}
+
+// oldestRevision returns the oldest revision in [from, to] that etcd still
+// serves (the one it is compacted to, when in the range): the revisions
+// from there on are those a compaction to to would discard. It reads at
+// most log2(to-from) revisions (reads are allowed under NOSPACE).
+func (m *Maintainer) oldestRevision(ctx context.Context, from, to int64) (int64, error) {
+	var readErr error
+	i := sort.Search(int(to-from), func(i int) bool {
+		if readErr != nil {
+			return true
+		}
+		ctx, cancel := context.WithTimeout(ctx, requestTimeout)
+		defer cancel()
+		_, err := m.client.Get(ctx, compactRevKey, clientv3.WithCountOnly(), clientv3.WithRev(from+int64(i)))
+		if errors.Is(err, rpctypes.ErrCompacted) {
+			return false
+		}
+		readErr = err
+		return true
+	})
+	if readErr != nil {
+		return 0, fmt.Errorf("reading how far etcd is compacted: %w", readErr)
+	}
+	return from + int64(i), nil
 }
 
 // defragment defragments one member, through its own client URL.

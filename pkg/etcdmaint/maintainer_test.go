@@ -31,6 +31,8 @@ import (
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.uber.org/zap"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/component-base/metrics"
+	"k8s.io/component-base/metrics/testutil"
 	"k8s.io/klog/v2/ktesting"
 )
 
@@ -55,18 +57,23 @@ func TestSync(t *testing.T) {
 		{
 			name: "out of space: TTLs free the keys, the maintainer compacts, defragments and disarms",
 			fill: func(t *testing.T, ctx context.Context, c *clientv3.Client) {
-				lease, err := c.Grant(ctx, 3)
+				// A lease that outlives the fill however slow the
+				// machine, revoked under NOSPACE as its expiry would.
+				lease, err := c.Grant(ctx, 600)
 				if err != nil {
 					t.Fatal(err)
 				}
 				for i := 0; ; i++ {
 					_, err := c.Put(ctx, fmt.Sprintf("/fill/%d", i), value, clientv3.WithLease(lease.ID))
 					if errors.Is(err, rpctypes.ErrNoSpace) {
-						return
+						break
 					}
 					if err != nil {
 						t.Fatalf("put %d: %v", i, err)
 					}
+				}
+				if _, err := c.Revoke(ctx, lease.ID); err != nil {
+					t.Fatal(err)
 				}
 			},
 		},
@@ -209,4 +216,145 @@ func freeURL(t *testing.T) url.URL {
 	}
 	defer l.Close()
 	return url.URL{Scheme: "http", Host: l.Addr().String()}
+}
+
+// TestSyncHoldsNoSpaceCompaction drives a real etcd out of space with an
+// archive's hold on compaction and checks where the maintainer compacts:
+// to the hold when that frees enough to leave NOSPACE, past it to the
+// current revision only when it does not, and then the revisions past the
+// hold are counted as lost to the history.
+func TestSyncHoldsNoSpaceCompaction(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		// fill brings etcd out of space and returns the hold: the first
+		// revision the archive has not archived.
+		fill func(t *testing.T, ctx context.Context, c *clientv3.Client) int64
+		// past: compacting to the hold frees too little, so the maintainer
+		// must compact to the current revision.
+		past bool
+	}{
+		{
+			name: "what expired before the hold frees enough: compacted to the hold",
+			fill: func(t *testing.T, ctx context.Context, c *clientv3.Client) int64 {
+				// Half the quota written and deleted before the hold
+				// (archived, then expired), the rest after it.
+				for i := range quota / 2 / len(value) {
+					if _, err := c.Put(ctx, fmt.Sprintf("/archived/%d", i), value); err != nil {
+						t.Fatal(err)
+					}
+				}
+				resp, err := c.Delete(ctx, "/archived/", clientv3.WithPrefix())
+				if err != nil {
+					t.Fatal(err)
+				}
+				fillUntilNoSpace(t, ctx, c, "/unarchived/")
+				return resp.Header.Revision + 1
+			},
+		},
+		{
+			name: "what expired is after the hold: compacted past it, counted",
+			fill: func(t *testing.T, ctx context.Context, c *clientv3.Client) int64 {
+				resp, err := c.Get(ctx, "/any")
+				if err != nil {
+					t.Fatal(err)
+				}
+				fillUntilNoSpace(t, ctx, c, "/unarchived/")
+				// Expired under NOSPACE (deletes are allowed): freed only
+				// by a compaction past the hold.
+				if _, err := c.Delete(ctx, "/unarchived/", clientv3.WithPrefix()); err != nil {
+					t.Fatal(err)
+				}
+				return resp.Header.Revision + 1
+			},
+			past: true,
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, ctx := ktesting.NewTestContext(t)
+			c := startEtcd(t)
+			hold := tc.fill(t, ctx, c)
+			current := status(t, ctx, c).Header.Revision
+			lostBefore := counterValue(t, historyLostRevisions)
+			heldBefore := counterValue(t, heldCompactions)
+
+			// Once defragmented, the values written until NOSPACE fill
+			// about two-thirds of the quota (bbolt's own pages the rest):
+			// a high-water mark of one half tells whether the compaction
+			// freed them.
+			m := New(Config{Client: c, HighWater: 0.5,
+				Policy: Policy{Hold: func(context.Context) (int64, bool, error) { return hold, true, nil }}})
+			if err := m.Sync(ctx); err != nil {
+				t.Fatalf("Sync: %v", err)
+			}
+
+			want, wantLost := hold, 0.0
+			if tc.past {
+				want, wantLost = current, float64(current-hold)
+			}
+			if got := compactedTo(t, ctx, c, current); got != want {
+				t.Errorf("compacted to %d, want %d (hold %d, current %d)", got, want, hold, current)
+			}
+			if got := counterValue(t, historyLostRevisions) - lostBefore; got != wantLost {
+				t.Errorf("history_lost_revisions_total went up by %v, want %v (hold %d, current %d)", got, wantLost, hold, current)
+			}
+			if got := counterValue(t, heldCompactions) - heldBefore; got != 1 {
+				t.Errorf("held_compactions_total went up by %v, want 1", got)
+			}
+			alarms, err := c.AlarmList(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(alarms.Alarms) != 0 {
+				t.Errorf("alarms %v after the round, want none (status %+v)", alarms.Alarms, status(t, ctx, c))
+			}
+		})
+	}
+
+	t.Run("a hold that cannot be read: nothing compacted, the alarm kept", func(t *testing.T) {
+		_, ctx := ktesting.NewTestContext(t)
+		c := startEtcd(t)
+		fillUntilNoSpace(t, ctx, c, "/unarchived/")
+		if _, err := c.Delete(ctx, "/unarchived/", clientv3.WithPrefix()); err != nil {
+			t.Fatal(err)
+		}
+		current := status(t, ctx, c).Header.Revision
+		m := New(Config{Client: c, Policy: Policy{Hold: func(context.Context) (int64, bool, error) { return 0, false, errors.New("etcd away") }}})
+		if err := m.Sync(ctx); err == nil {
+			t.Errorf("Sync: no error, want one")
+		}
+		if got := compactedTo(t, ctx, c, current); got != 0 {
+			t.Errorf("compacted to %d, want no compaction", got)
+		}
+		alarms, err := c.AlarmList(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(alarms.Alarms) == 0 {
+			t.Errorf("the alarm was disarmed without a compaction")
+		}
+	})
+}
+
+// fillUntilNoSpace puts values under prefix until etcd refuses one for
+// lack of space.
+func fillUntilNoSpace(t *testing.T, ctx context.Context, c *clientv3.Client, prefix string) {
+	t.Helper()
+	for i := 0; ; i++ {
+		_, err := c.Put(ctx, fmt.Sprintf("%s%d", prefix, i), value)
+		if errors.Is(err, rpctypes.ErrNoSpace) {
+			return
+		}
+		if err != nil {
+			t.Fatalf("put %d: %v", i, err)
+		}
+	}
+}
+
+func counterValue(t *testing.T, c metrics.CounterMetric) float64 {
+	t.Helper()
+	v, err := testutil.GetCounterMetricValue(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
 }

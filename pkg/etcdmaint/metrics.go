@@ -39,12 +39,17 @@ var (
 	}, []string{"result"})
 	compactions = metrics.NewCounterVec(&metrics.CounterOpts{
 		Namespace: metricsNamespace, Subsystem: metricsSubsystem, Name: "compactions_total",
-		Help:           "Compactions the server ran, by result: to the current revision while etcd was out of space, and the periodic ones when the server compacts instead of the generic storage.",
+		Help:           "Compactions the server ran, by result: while etcd was out of space, and the periodic ones when the server compacts instead of the generic storage.",
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"result"})
 	heldCompactions = metrics.NewCounter(&metrics.CounterOpts{
 		Namespace: metricsNamespace, Subsystem: metricsSubsystem, Name: "held_compactions_total",
-		Help:           "Periodic compactions the server ran to an older revision than due, because the archive had not archived past it.",
+		Help:           "Compactions the server ran to an older revision than due (periodic, and while etcd was out of space), because the archive had not archived past it.",
+		StabilityLevel: metrics.ALPHA,
+	})
+	historyLostRevisions = metrics.NewCounter(&metrics.CounterOpts{
+		Namespace: metricsNamespace, Subsystem: metricsSubsystem, Name: "history_lost_revisions_total",
+		Help:           "Revisions compacted past the archive's checkpoint while etcd was out of space, because compacting to the checkpoint freed too little: the states written in them that the archive had not taken yet are missing from the history.",
 		StabilityLevel: metrics.ALPHA,
 	})
 	alarmsDisarmed = metrics.NewCounter(&metrics.CounterOpts{
@@ -65,7 +70,7 @@ var (
 // server's /metrics serves. Safe to call more than once.
 func registerMetrics() {
 	registerOnce.Do(func() {
-		legacyregistry.MustRegister(defragmentations, compactions, heldCompactions, alarmsDisarmed, dbSizeRatio)
+		legacyregistry.MustRegister(defragmentations, compactions, heldCompactions, historyLostRevisions, alarmsDisarmed, dbSizeRatio)
 	})
 }
 

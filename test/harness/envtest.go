@@ -40,11 +40,12 @@ func EnvtestAsset(t testing.TB, name string) string {
 }
 
 // StartTestEtcd starts the envtest assets' etcd, one member on free
-// loopback ports in a t.TempDir, waits until it answers, and stops it when
-// the test ends, showing its output if the test failed.
-func StartTestEtcd(t testing.TB) *Etcd {
+// loopback ports in a t.TempDir with extra flags (--quota-backend-bytes),
+// waits until it answers, and stops it when the test ends, showing its
+// output if the test failed.
+func StartTestEtcd(t testing.TB, extra ...string) *Etcd {
 	t.Helper()
-	e, err := StartEtcd(EnvtestAsset(t, "etcd"), t.TempDir(), 1, "--log-level=error")
+	e, err := StartEtcd(EnvtestAsset(t, "etcd"), t.TempDir(), 1, append([]string{"--log-level=error"}, extra...)...)
 	if err != nil {
 		t.Fatalf("starting etcd: %v", err)
 	}
