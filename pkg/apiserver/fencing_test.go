@@ -34,6 +34,7 @@ import (
 
 	"github.com/kube-events/events-apiserver/pkg/apis/core"
 	corev1 "github.com/kube-events/events-apiserver/pkg/apis/core/v1"
+	"github.com/kube-events/events-apiserver/pkg/archive/archiver"
 	"github.com/kube-events/events-apiserver/pkg/leaderelection"
 	eventregistry "github.com/kube-events/events-apiserver/pkg/registry/event"
 	eventstorage "github.com/kube-events/events-apiserver/pkg/registry/event/storage"
@@ -47,8 +48,9 @@ import (
 // while the leader's session still lives (a leader paused past its lease,
 // before it noticed), each returns leaderelection.ErrFenced, at once (an
 // update is not a conflict retried forever), and leaves the event as it
-// was; the first ends the term. A client's write, without a fence, goes
-// through all along.
+// was; the first ends the term. So is a put through the server's etcd
+// client (the archive checkpoint's). A client's write, without a fence,
+// goes through all along.
 func TestElectedStoreWritesAreFenced(t *testing.T) {
 	etcdClient := testserver.RunEtcd(t, nil)
 	storageConfig := *storagebackend.NewDefaultConfig(DefaultEtcdPathPrefix, nil)
@@ -179,6 +181,12 @@ func TestElectedStoreWritesAreFenced(t *testing.T) {
 		{"create", func(ctx context.Context) error { return create(ctx, "late") }},
 		{"update", func(ctx context.Context) error { return update(ctx, "kept-1") }},
 		{"delete", func(ctx context.Context) error { return remove(ctx, "kept-2") }},
+		// The archiver writes its checkpoint through a client of
+		// NewEtcdClient.
+		{"put through the server's etcd client", func(ctx context.Context) error {
+			_, err := electionClient.Put(ctx, archiver.CheckpointKey, "late")
+			return err
+		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			// A write retried as a conflict would run out this deadline
@@ -192,6 +200,9 @@ func TestElectedStoreWritesAreFenced(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, read(names...)); diff != "" {
 		t.Errorf("events after the refused writes (-want +got):\n%s", diff)
+	}
+	if resp, err := electionClient.Get(t.Context(), archiver.CheckpointKey); err != nil || len(resp.Kvs) != 0 {
+		t.Errorf("the refused put of %s: %v, %v", archiver.CheckpointKey, resp, err)
 	}
 	select {
 	case <-termEnded:
