@@ -172,7 +172,7 @@ func TestElectedStoreWritesAreFenced(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The writes a paused leader would make on resuming: its contexts
-	// still carry the fence and are not cancelled yet.
+	// still carry the fence and are not canceled yet.
 	stale := context.WithoutCancel(leadCtx)
 	for _, tc := range []struct {
 		name  string

@@ -121,7 +121,7 @@ func (kv fencedKV) Delete(ctx context.Context, key string, opts ...clientv3.OpOp
 
 func (kv fencedKV) Do(ctx context.Context, op clientv3.Op) (clientv3.OpResponse, error) {
 	t, ok := ctx.Value(fenceKey{}).(*term)
-	if !ok || !(op.IsPut() || op.IsDelete() || op.IsTxn()) {
+	if write := op.IsPut() || op.IsDelete() || op.IsTxn(); !ok || !write {
 		return kv.KV.Do(ctx, op)
 	}
 	resp, err := kv.commit(ctx, t, op)
