@@ -146,7 +146,12 @@ func (c CompletedConfig) New(ctx context.Context) (_ *EventsServer, err error) {
 	}
 
 	// Writes refused by an etcd out of space answer 503 with a Retry-After.
-	store, err := eventstorage.NewREST(Scheme, storageUnavailable{c.GenericConfig.RESTOptionsGetter}, c.ExtraConfig.EventTTL, c.ExtraConfig.Fold)
+	// Under an election, the elected loops' writes are fenced.
+	storageOptions := c.GenericConfig.RESTOptionsGetter
+	if !c.ExtraConfig.LeaderElection.Disabled {
+		storageOptions = fencedWrites{storageOptions}
+	}
+	store, err := eventstorage.NewREST(Scheme, storageUnavailable{storageOptions}, c.ExtraConfig.EventTTL, c.ExtraConfig.Fold)
 	if err != nil {
 		return nil, fmt.Errorf("creating the events store: %w", err)
 	}

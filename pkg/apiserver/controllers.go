@@ -150,7 +150,13 @@ func (c CompletedConfig) newControllers(store *eventstorage.REST, a archive.Arch
 			// uncompacted, and grow towards NOSPACE, whenever no replica
 			// leads, which is when a full etcd refuses the campaign's
 			// write. Its hold reads the checkpoint from etcd, so it needs
-			// no archiver on this replica.
+			// no archiver on this replica. Not being elected, it has no
+			// fence, and etcd's Compact could not take one: a replica
+			// paused within a round compacts, if its turn still holds, to
+			// a checkpoint it read before the pause, at or below the
+			// current one, since only the leader's fenced writes move the
+			// checkpoint, and never backwards: it compacts less, never
+			// past what the archiver needs.
 			cfg.EveryReplica = append(cfg.EveryReplica, newCompactor(client, *extra.Archive))
 		}
 	}
@@ -163,32 +169,51 @@ func (c CompletedConfig) newControllers(store *eventstorage.REST, a archive.Arch
 
 // NewEtcdClient returns a client of the etcd the storage configuration
 // names, whose keys live under the storage prefix (so that the election
-// key is <prefix>/events-apiserver/leader/<name>).
+// key is <prefix>/events-apiserver/leader/<name>), and whose writes under
+// an elected loop's context are fenced (leaderelection.NewKV): applied
+// only while this replica leads.
 func NewEtcdClient(storage storagebackend.Config) (*clientv3.Client, error) {
+	cfg, err := etcdClientConfig(storage.Transport)
+	if err != nil {
+		return nil, err
+	}
+	client, err := clientv3.New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if prefix := storagePrefix(storage.Prefix); prefix != "" {
+		client.KV = namespace.NewKV(client.KV, prefix)
+		client.Watcher = namespace.NewWatcher(client.Watcher, prefix)
+		client.Lease = namespace.NewLease(client.Lease, prefix)
+	}
+	client.KV = leaderelection.NewKV(client.KV, "")
+	return client, nil
+}
+
+// etcdClientConfig is the client configuration of the etcd t names.
+func etcdClientConfig(t storagebackend.TransportConfig) (clientv3.Config, error) {
 	var tlsConfig *tls.Config
-	t := storage.Transport
 	if t.CertFile != "" || t.KeyFile != "" || t.TrustedCAFile != "" {
 		var err error
 		tlsConfig, err = transport.TLSInfo{CertFile: t.CertFile, KeyFile: t.KeyFile, TrustedCAFile: t.TrustedCAFile}.ClientConfig()
 		if err != nil {
-			return nil, err
+			return clientv3.Config{}, err
 		}
 	}
-	client, err := clientv3.New(clientv3.Config{
+	return clientv3.Config{
 		Endpoints:            t.ServerList,
 		TLS:                  tlsConfig,
 		DialTimeout:          20 * time.Second,
 		DialKeepAliveTime:    30 * time.Second,
 		DialKeepAliveTimeout: 10 * time.Second,
-	})
-	if err != nil {
-		return nil, err
+	}, nil
+}
+
+// storagePrefix is the namespace of the server's etcd clients under the
+// storage prefix: "" for none.
+func storagePrefix(prefix string) string {
+	if prefix = path.Clean("/" + prefix); prefix == "/" {
+		return ""
 	}
-	prefix := path.Clean("/" + storage.Prefix)
-	if prefix != "/" {
-		client.KV = namespace.NewKV(client.KV, prefix)
-		client.Watcher = namespace.NewWatcher(client.Watcher, prefix)
-		client.Lease = namespace.NewLease(client.Lease, prefix)
-	}
-	return client, nil
+	return prefix
 }

@@ -24,6 +24,13 @@ limitations under the License.
 // campaign key lives under that lease, so a replica that dies without
 // resigning is replaced once its lease expires (Config.TTL), and one that
 // stops cleanly resigns at once.
+//
+// A leader can outlive its term without knowing it: paused (a GC pause,
+// SIGSTOP, a frozen node) or cut off past its lease, it resumes with its
+// work still running while another replica leads. So the work's writes are
+// fenced: each is an etcd transaction that applies it only if the term's
+// campaign key still exists with its create revision (Fence, NewKV), and a
+// refused write (ErrFenced) ends the term's work at once.
 package leaderelection
 
 import (
@@ -106,6 +113,11 @@ func (cfg Config) complete() (Config, error) {
 // cancels leaderCtx when leadership is lost (then campaigns again). It
 // returns after lead returned. If lead returns while this replica still
 // leads and ctx goes on, it resigns and campaigns again.
+//
+// leaderCtx carries the term's Fence (FenceFrom): the writes lead makes
+// under it through a KV of NewKV are applied only while the term lasts,
+// and the first one refused cancels leaderCtx, as the session's expiry
+// does, so that a leader paused past its lease stops at its first write.
 func Run(ctx context.Context, cfg Config, lead func(ctx context.Context)) error {
 	cfg, err := cfg.complete()
 	if err != nil {
@@ -160,6 +172,9 @@ func runOnce(ctx context.Context, cfg Config, lead func(ctx context.Context)) er
 
 	leaderCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	// Every write the lead function makes under leaderCtx through a
+	// client of NewKV is applied only while this term lasts.
+	leaderCtx = withFence(leaderCtx, Fence{Election: cfg.Name, Key: election.Key(), Revision: election.Rev()}, cancel)
 	go func() {
 		select {
 		case <-session.Done():

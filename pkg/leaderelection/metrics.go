@@ -30,11 +30,18 @@ var (
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"election"})
 
+	fencedWrites = metrics.NewCounterVec(&metrics.CounterOpts{
+		Namespace: "events_apiserver", Name: "leader_fenced_writes_total",
+		Help: "Writes of the elected work that etcd refused because, when it applied them, this replica no longer led " +
+			"(paused or cut off past its lease): each one ends the term on this replica.",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"election"})
+
 	registerOnce sync.Once
 )
 
-// registerMetrics registers the gauge in the legacy registry, which the
+// registerMetrics registers the metrics in the legacy registry, which the
 // server's /metrics serves. Safe to call more than once.
 func registerMetrics() {
-	registerOnce.Do(func() { legacyregistry.MustRegister(leader) })
+	registerOnce.Do(func() { legacyregistry.MustRegister(leader, fencedWrites) })
 }

@@ -64,7 +64,10 @@ func ReadCheckpoint(ctx context.Context, kv clientv3.KV) (Checkpoint, bool, erro
 	return cp, true, nil
 }
 
-// writeCheckpoint stores cp in kv.
+// writeCheckpoint stores cp in kv. The server's clients fence it
+// (leaderelection.NewKV): under the election's term, as the archiver runs,
+// it is applied only while this replica leads, so that a leader paused
+// past its lease cannot move the checkpoint back on resuming.
 func writeCheckpoint(ctx context.Context, kv clientv3.KV, cp Checkpoint) error {
 	data, err := json.Marshal(cp)
 	if err != nil {
