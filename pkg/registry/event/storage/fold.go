@@ -238,9 +238,9 @@ func (f *Folder) create(ctx context.Context, event *core.Event, out runtime.Obje
 	b.occurrences++
 	b.last = maxTime(b.last, now)
 	f.schedule(s)
+	f.waiting.Add(1)
 	s.mu.Unlock()
 
-	f.waiting.Add(1)
 	defer f.waiting.Add(-1)
 	select {
 	case <-b.done:
