@@ -18,7 +18,6 @@ package storage
 
 import (
 	"context"
-	"errors"
 	"sync/atomic"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -33,26 +32,25 @@ var NewRESTWithClock = newREST
 func (f *Folder) Waiting() int32 { return f.waiting.Load() }
 
 // InterceptWrites counts the folder's writes of live events and makes them
-// fail while fail is set. Call it before the first create.
-func (f *Folder) InterceptWrites() (writes func() int32, fail *atomic.Bool) {
+// fail with the error last given to fail (nil: they succeed). Call it
+// before the first create.
+func (f *Folder) InterceptWrites() (writes func() int32, fail func(error)) {
 	s := &interceptingStore{eventStore: f.store}
 	f.store = s
-	return s.writes.Load, &s.fail
+	return s.writes.Load, func(err error) { s.fail.Store(&err) }
 }
 
 type interceptingStore struct {
 	eventStore
-	fail   atomic.Bool
+	fail   atomic.Pointer[error]
 	writes atomic.Int32
 }
-
-var errWriteFailed = errors.New("write failed")
 
 func (s *interceptingStore) Update(ctx context.Context, name string, objInfo rest.UpdatedObjectInfo, createValidation rest.ValidateObjectFunc,
 	updateValidation rest.ValidateObjectUpdateFunc, forceAllowCreate bool, options *metav1.UpdateOptions) (runtime.Object, bool, error) {
 	s.writes.Add(1)
-	if s.fail.Load() {
-		return nil, false, errWriteFailed
+	if err := s.fail.Load(); err != nil && *err != nil {
+		return nil, false, *err
 	}
 	return s.eventStore.Update(ctx, name, objInfo, createValidation, updateValidation, forceAllowCreate, options)
 }

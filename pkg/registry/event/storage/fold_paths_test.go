@@ -18,10 +18,11 @@ package storage_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net/http"
 	"slices"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -53,8 +54,8 @@ type foldHarness struct {
 	ctx   context.Context
 	store *eventstorage.REST
 	clk   *testingclock.FakeClock
-	// failWrites makes the folder's writes fail while set.
-	failWrites *atomic.Bool
+	// failWrites makes the folder's writes fail with an error (nil: not).
+	failWrites func(error)
 }
 
 // tryCreate creates the i-th occurrence of the series about object in ctx.
@@ -215,7 +216,7 @@ func TestFoldPaths(t *testing.T) {
 			folding: folding(1, time.Minute, flushInterval, 10),
 			run: func(h *foldHarness) {
 				h.create("web", 0)
-				h.failWrites.Store(true)
+				h.failWrites(errors.New("write failed"))
 				err := h.tryCreate(h.ctx, "web", 1) // folded; its write fails
 				if !apierrors.IsServiceUnavailable(err) {
 					h.t.Fatalf("create whose write failed: got %v, want 503 ServiceUnavailable", err)
@@ -223,12 +224,32 @@ func TestFoldPaths(t *testing.T) {
 				if delay, ok := apierrors.SuggestsClientDelay(err); !ok || delay != 1 {
 					h.t.Errorf("create whose write failed: Retry-After %d (%t), want 1", delay, ok)
 				}
-				h.failWrites.Store(false)
+				h.failWrites(nil)
 				answer := h.fold(h.ctx, "web", 2)
 				h.stepWhenScheduled(flushInterval)
 				h.answered(answer)
 			},
 			want: []storedEvent{{"web.0", 2, 2, ongoing}},
+		},
+		{
+			name:    "failed write with a Retry-After of the storage's own (etcd out of space): its creates get that answer",
+			folding: folding(1, time.Minute, flushInterval, 10),
+			run: func(h *foldHarness) {
+				h.create("web", 0)
+				noSpace := &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: http.StatusServiceUnavailable,
+					Reason: metav1.StatusReasonServiceUnavailable, Message: "etcd is out of space, retry later",
+					Details: &metav1.StatusDetails{RetryAfterSeconds: 3}}}
+				h.failWrites(noSpace)
+				err := h.tryCreate(h.ctx, "web", 1)
+				var status apierrors.APIStatus
+				if !errors.As(err, &status) {
+					h.t.Fatalf("create whose write failed: got %v, want the storage's 503", err)
+				}
+				if diff := cmp.Diff(noSpace.ErrStatus, status.Status()); diff != "" {
+					h.t.Errorf("answer of a create whose write failed (-storage's +answered):\n%s", diff)
+				}
+			},
+			want: []storedEvent{{"web.0", 1, 0, ""}},
 		},
 		{
 			name:    "request ended: a create whose request ends before its write is answered 504; its occurrence is written",
