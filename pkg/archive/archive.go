@@ -35,8 +35,8 @@ type Record struct {
 	// number: the greatest is the event's newest state.
 	ResourceVersion string
 	// Time is the newest-first order key: the event's last observation
-	// (series.lastObservedTime, else eventTime, else lastTimestamp, else
-	// creationTimestamp). Engines keep it to the nanosecond.
+	// (core.LastObserved: series.lastObservedTime, else lastTimestamp, else
+	// eventTime, else creationTimestamp). Engines keep it to the nanosecond.
 	Time time.Time
 	// Fields are the store's selectable fields for this state, under the
 	// internal field names the store's GetAttrs produces; every field

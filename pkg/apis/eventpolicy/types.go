@@ -17,6 +17,8 @@ limitations under the License.
 package eventpolicy
 
 import (
+	"time"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -80,13 +82,24 @@ type Folding struct {
 	// Window is the longest gap between two isomorphic creates for them to
 	// count as one burst. A longer gap starts over.
 	Window metav1.Duration
-	// FlushInterval bounds the etcd writes of a folded series: its count is
-	// kept in memory and written at most once per interval.
+	// FlushInterval is the group-commit window of a folded series: the
+	// folded creates that arrive while a write of the series is in flight
+	// or within this window after it started are written together, at most
+	// one write per window. Values above MaxFoldFlushInterval are taken as
+	// it.
 	FlushInterval metav1.Duration
 	// CacheSize is how many series are tracked at once (least recently used
-	// ones are flushed and forgotten).
+	// ones have their waiting creates written at once and are forgotten).
 	CacheSize int32
 }
+
+// MaxFoldFlushInterval is the longest group-commit window of folding: a
+// folded create is answered once the write that holds it succeeded, so the
+// window is what a storming reporter waits, at most, beyond that write.
+// Policies written when the flush interval bounded writes held in memory
+// (10s by default, any length) still load; their flushInterval is taken as
+// this.
+const MaxFoldFlushInterval = time.Second
 
 // Series are the thresholds of event series.
 type Series struct {

@@ -18,30 +18,11 @@ package archiver
 
 import (
 	"strconv"
-	"time"
 
 	"github.com/kube-events/events-apiserver/pkg/apis/core"
 	"github.com/kube-events/events-apiserver/pkg/archive"
 	eventstorage "github.com/kube-events/events-apiserver/pkg/registry/event/storage"
 )
-
-// EventTime is the newest-first order key of an event's state: its last
-// observation, that is series.lastObservedTime, else eventTime, else
-// lastTimestamp (deprecatedLastTimestamp), else creationTimestamp. The
-// archive orders records by it and history answers order live events by
-// it, so that the two merge into one order.
-func EventTime(event *core.Event) time.Time {
-	switch {
-	case event.Series != nil && !event.Series.LastObservedTime.IsZero():
-		return event.Series.LastObservedTime.Time
-	case !event.EventTime.IsZero():
-		return event.EventTime.Time
-	case !event.LastTimestamp.IsZero():
-		return event.LastTimestamp.Time
-	default:
-		return event.CreationTimestamp.Time
-	}
-}
 
 // NewRecord is the archive record of one stored state of an event: event
 // is the state decoded by the store's codec, object its bytes as the store
@@ -52,7 +33,7 @@ func NewRecord(event *core.Event, object []byte, revision int64) archive.Record 
 		Namespace:       event.Namespace,
 		Name:            event.Name,
 		ResourceVersion: strconv.FormatInt(revision, 10),
-		Time:            EventTime(event),
+		Time:            core.LastObserved(event), // the order of history answers
 		Fields:          eventstorage.SelectableFields(event),
 		Object:          object,
 	}

@@ -244,9 +244,9 @@ func runStorm(b *testing.B, withStorm bool) stormResult {
 		}
 	}
 	if withStorm {
-		// The folded counts still in memory are written within one flush
-		// interval: wait until (a)'s events hold every occurrence it got
-		// acknowledged, and the watch has seen their last writes.
+		// A folded create is answered once written: wait until the watch
+		// has seen the last writes, and (a)'s events hold every occurrence
+		// it got acknowledged.
 		acknowledged := result.answers[answerStored] + result.answers[answerFolded]
 		result.storedErr = wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond,
 			policyv1alpha1.DefaultFoldFlushInterval+time.Minute, true, func(ctx context.Context) (bool, error) {
@@ -322,8 +322,8 @@ func report(b *testing.B, quiet, storm stormResult) {
 // neither stored nor folded; (a) answered otherwise than stored, folded or
 // 429 with Retry-After; (a) stored more than the fold threshold per series,
 // or written to etcd more often than folding allows (the threshold's
-// creates, the first fold, and a flush per flush interval over the run and
-// the wait for the last flush, ticks at both ends included).
+// creates, the first fold, and a write per group-commit window over the
+// run, ticks at both ends included).
 func checkStorm(b *testing.B, quiet, storm stormResult) {
 	for _, run := range []struct {
 		name string
@@ -358,7 +358,7 @@ func checkStorm(b *testing.B, quiet, storm stormResult) {
 	}
 	for series, n := range storm.writesBySeries {
 		if n > most {
-			b.Errorf("(a), series %s: %d etcd writes in %v; want at most %d (%d creates, the first fold, %d flushes)",
+			b.Errorf("(a), series %s: %d etcd writes in %v; want at most %d (%d creates, the first fold, %d windows)",
 				series, n, storm.duration, most, policyv1alpha1.DefaultFoldAfter, flushes)
 		}
 	}

@@ -45,7 +45,7 @@ func defaults() *eventpolicy.EventPolicy {
 			{Type: eventpolicy.Object, QPS: 10, Burst: 100, CacheSize: 4096},
 			{Type: eventpolicy.Namespace, QPS: 200, Burst: 2000, CacheSize: 4096},
 		},
-		Folding: eventpolicy.Folding{Enabled: true, After: 10, Window: duration(10 * time.Minute), FlushInterval: duration(10 * time.Second), CacheSize: 4096},
+		Folding: eventpolicy.Folding{Enabled: true, After: 10, Window: duration(10 * time.Minute), FlushInterval: duration(time.Second), CacheSize: 4096},
 		Series: eventpolicy.Series{FinishAfter: duration(6 * time.Minute), HeartbeatInterval: duration(30 * time.Minute),
 			HeartbeatSlack: duration(6 * time.Minute), SweepInterval: duration(time.Minute)},
 	}
@@ -93,6 +93,15 @@ func TestDecode(t *testing.T) {
 				p.Folding = eventpolicy.Folding{Enabled: true, After: 2, Window: duration(30 * time.Second), FlushInterval: duration(time.Second), CacheSize: 10}
 			}),
 			wantKind: "EventRateLimitConfiguration",
+		},
+		{
+			// flushInterval bounded folded counts held in memory before it
+			// became the group-commit window: a policy written for that
+			// still loads (the folder takes it as MaxFoldFlushInterval).
+			name:     "folding: a flush interval above the group-commit window's bound still loads",
+			file:     policyHeader + "folding: {flushInterval: 30m}\n",
+			want:     with(func(p *eventpolicy.EventPolicy) { p.Folding.FlushInterval = duration(30 * time.Minute) }),
+			wantKind: "EventPolicy",
 		},
 		{
 			name: "no limits, no folding", file: rateLimitHeader + "limits: []\nfolding: {enabled: false}\n",

@@ -28,14 +28,15 @@ import (
 // restart, a controller reconciling hundreds of objects) stay well within
 // them, and a 2-core server takes their sum; a storming reporter is held to
 // 20 writes/s. Folding is like client-go's legacy aggregator (10 similar
-// events in 10 minutes). The series thresholds are client-go's tools/events
-// recorder's (v0.37); the slack covers a heartbeat late by up to one finish
-// cycle.
+// events in 10 minutes), and writes a hot series at most once a second
+// (the longest group-commit window). The series thresholds are client-go's
+// tools/events recorder's (v0.37); the slack covers a heartbeat late by up
+// to one finish cycle.
 const (
 	DefaultLimitCacheSize    = 4096
 	DefaultFoldAfter         = 10
 	DefaultFoldWindow        = 10 * time.Minute
-	DefaultFoldFlushInterval = 10 * time.Second
+	DefaultFoldFlushInterval = time.Second
 	DefaultFoldCacheSize     = 4096
 	DefaultFinishAfter       = 6 * time.Minute
 	DefaultHeartbeatInterval = 30 * time.Minute

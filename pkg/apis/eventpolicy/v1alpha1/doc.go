@@ -28,7 +28,7 @@ limitations under the License.
 //	- {type: Reporter, qps: 20, burst: 200}
 //	- {type: Object, qps: 10, burst: 100}
 //	- {type: Namespace, qps: 200, burst: 2000}
-//	folding: {enabled: true, after: 10, window: 10m, flushInterval: 10s, cacheSize: 4096}
+//	folding: {enabled: true, after: 10, window: 10m, flushInterval: 1s, cacheSize: 4096}
 //	series: {finishAfter: 6m, heartbeatInterval: 30m, heartbeatSlack: 6m, sweepInterval: 1m}
 //
 // It also holds the two configuration kinds the admission plugins read

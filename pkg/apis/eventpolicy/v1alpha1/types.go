@@ -65,8 +65,13 @@ type Folding struct {
 	// Window is the longest gap between two isomorphic creates of one burst
 	// (default 10m).
 	Window *metav1.Duration `json:"window,omitempty"`
-	// FlushInterval is how often, at most, a folded series is written to
-	// etcd (default 10s).
+	// FlushInterval is the group-commit window of a folded series: the
+	// folded creates of a series that arrive while its write is in flight
+	// or within this window after it started are written together, and
+	// each is answered once that write succeeded; at most one write per
+	// series and window (default 1s). Values above 1s, from policies
+	// written when folded counts were held in memory up to this interval,
+	// are taken as 1s.
 	FlushInterval *metav1.Duration `json:"flushInterval,omitempty"`
 	// CacheSize is how many series are tracked at once (default 4096).
 	CacheSize *int32 `json:"cacheSize,omitempty"`

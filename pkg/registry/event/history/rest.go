@@ -43,7 +43,6 @@ import (
 
 	"github.com/kube-events/events-apiserver/pkg/apis/core"
 	"github.com/kube-events/events-apiserver/pkg/archive"
-	"github.com/kube-events/events-apiserver/pkg/archive/archiver"
 	eventstorage "github.com/kube-events/events-apiserver/pkg/registry/event/storage"
 )
 
@@ -193,7 +192,7 @@ func (r *REST) listHistory(ctx context.Context, options *metainternalversion.Lis
 	var items []item
 	for i := range liveList.Items {
 		event := &liveList.Items[i]
-		t := archiver.EventTime(event)
+		t := core.LastObserved(event)
 		if t.Before(q.since) || !t.Before(q.until) {
 			continue
 		}

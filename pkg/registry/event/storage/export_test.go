@@ -18,7 +18,6 @@ package storage
 
 import (
 	"context"
-	"errors"
 	"sync/atomic"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -29,28 +28,29 @@ import (
 // NewRESTWithClock is NewREST with the folder's clock.
 var NewRESTWithClock = newREST
 
-// FailWrites makes the folder's writes fail until restore is called, and
-// counts them. Call it before the first create.
-func (f *Folder) FailWrites() (attempts func() int32, restore func()) {
-	failing := &failingStore{eventStore: f.store}
-	failing.failing.Store(true)
-	f.store = failing
-	return failing.attempts.Load, func() { failing.failing.Store(false) }
+// Waiting is how many folded creates wait for their write.
+func (f *Folder) Waiting() int32 { return f.waiting.Load() }
+
+// InterceptWrites counts the folder's writes of live events and makes them
+// fail with the error last given to fail (nil: they succeed). Call it
+// before the first create.
+func (f *Folder) InterceptWrites() (writes func() int32, fail func(error)) {
+	s := &interceptingStore{eventStore: f.store}
+	f.store = s
+	return s.writes.Load, func(err error) { s.fail.Store(&err) }
 }
 
-type failingStore struct {
+type interceptingStore struct {
 	eventStore
-	failing  atomic.Bool
-	attempts atomic.Int32
+	fail   atomic.Pointer[error]
+	writes atomic.Int32
 }
 
-var errWriteFailed = errors.New("write failed")
-
-func (s *failingStore) Update(ctx context.Context, name string, objInfo rest.UpdatedObjectInfo, createValidation rest.ValidateObjectFunc,
+func (s *interceptingStore) Update(ctx context.Context, name string, objInfo rest.UpdatedObjectInfo, createValidation rest.ValidateObjectFunc,
 	updateValidation rest.ValidateObjectUpdateFunc, forceAllowCreate bool, options *metav1.UpdateOptions) (runtime.Object, bool, error) {
-	if s.failing.Load() {
-		s.attempts.Add(1)
-		return nil, false, errWriteFailed
+	s.writes.Add(1)
+	if err := s.fail.Load(); err != nil && *err != nil {
+		return nil, false, *err
 	}
 	return s.eventStore.Update(ctx, name, objInfo, createValidation, updateValidation, forceAllowCreate, options)
 }

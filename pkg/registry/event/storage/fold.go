@@ -20,9 +20,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -80,22 +83,28 @@ type foldedSeries struct {
 	// live is the event creates are folded into, as last stored; nil until
 	// a create of this burst was stored.
 	live *core.Event
-	// count is the number of occurrences the live event stands for,
-	// lastObserved when the last was seen, pending how many of them are not
-	// written yet.
-	count        int32
-	lastObserved time.Time
-	pending      int32
-	// flushArmed is true while a flush is scheduled or running; timer is
-	// the scheduled one.
-	flushArmed bool
-	timer      clock.Timer
-	lastFlush  time.Time
-	// failures counts the flushes that failed in a row.
-	failures int
 	// finished is true once the live event's series was found Finished:
 	// nothing more is folded into it.
 	finished bool
+	// batch holds the folded creates waiting for the next write; nil when
+	// none waits.
+	batch *foldBatch
+	// armed is true while a write is scheduled or in flight (one at a
+	// time); timer is the scheduled one, lastWrite when the last started.
+	armed     bool
+	timer     clock.Timer
+	lastWrite time.Time
+}
+
+// foldBatch is the folded creates of one series that one write stores:
+// their number and the last of their times. done is closed once the write
+// ended, with the event as it stored it or its error.
+type foldBatch struct {
+	occurrences int32
+	last        time.Time
+	done        chan struct{}
+	stored      *core.Event
+	err         error
 }
 
 // eventStore is what the folder writes folded occurrences through: the
@@ -106,15 +115,22 @@ type eventStore interface {
 }
 
 // Folder folds isomorphic creates of a hot series into its live event: the
-// first Folding.After creates of a burst are stored as sent; each later
-// one adds an occurrence to the last stored event (its count, series.count,
-// lastTimestamp, series.lastObservedTime, series.state Ongoing) in memory,
-// and answers with that event as if it had been created. The folded counts
-// are written to etcd at most once per FlushInterval per series, on the
-// first of them straight after that interval, and when the series is
-// forgotten or the server shuts down (Run, Flush). A crash loses at most
-// the counts of the last interval, never an event: the first creates of a
-// burst were stored before they were answered.
+// first Folding.After creates of a burst are stored as sent; each later one
+// adds an occurrence to the last stored event (its count, series.count,
+// lastTimestamp, series.lastObservedTime, series.state Ongoing).
+//
+// Folding is a group commit: the folded creates of a series that arrive
+// while its previous write is in flight or within the window
+// (Folding.FlushInterval, at most eventpolicy.MaxFoldFlushInterval) after
+// it started are written together, in one update of the live event, and
+// each is answered only once that write succeeded, with the event as it
+// stored it. A failed write answers each of its creates with an error
+// (503 and a Retry-After unless the storage's error asks for a retry
+// itself), so nothing is acknowledged that is not in etcd, and a crash
+// loses no acknowledged occurrence. A series has one write in flight at a
+// time, and one a window at most; every write has a deadline
+// (foldWriteTimeout). A series forgotten (least recently used, or all of
+// them when Run ends) has its waiting creates written at once.
 //
 // It folds in the store's storage (foldingStorage), below the generic
 // registry store: a create reaches it after the strategy prepared and
@@ -122,6 +138,9 @@ type eventStore interface {
 // as a create that is stored.
 type Folder struct {
 	config eventpolicy.Folding
+	// window is the group-commit window: FlushInterval, at most
+	// MaxFoldFlushInterval.
+	window time.Duration
 	// store is the registry store the folder is part of, set by NewREST
 	// once it is complete.
 	store eventStore
@@ -130,7 +149,10 @@ type Folder struct {
 	mu     sync.Mutex // serializes get-or-add of series
 	series *lru.Cache
 
-	wg sync.WaitGroup
+	// wg counts the writes scheduled or in flight, waiting the folded
+	// creates waiting for them.
+	wg      sync.WaitGroup
+	waiting atomic.Int32
 }
 
 // newFolder returns a folder; NewREST gives it its store.
@@ -139,15 +161,12 @@ func newFolder(config eventpolicy.Folding, clk clock.WithDelayedExecution) (*Fol
 		return nil, fmt.Errorf("invalid folding configuration: %w", errs.ToAggregate())
 	}
 	registerFoldMetrics()
-	f := &Folder{config: config, clock: clk}
-	// A series forgotten (least recently used, or all at shutdown) is
-	// flushed now rather than at its scheduled time.
+	f := &Folder{config: config, window: min(config.FlushInterval.Duration, eventpolicy.MaxFoldFlushInterval), clock: clk}
+	// A series forgotten (least recently used, or all at shutdown) has
+	// its waiting creates written now rather than at the end of its
+	// window.
 	f.series = lru.NewWithEvictionFunc(int(config.CacheSize), func(_ lru.Key, value any) {
-		s := value.(*foldedSeries)
-		f.wg.Go(func() {
-			f.cancelFlush(s)
-			f.flush(context.Background(), s)
-		})
+		f.writeNow(value.(*foldedSeries))
 	})
 	return f, nil
 }
@@ -168,8 +187,9 @@ type foldingStorage struct {
 }
 
 // Create stores a new event, or folds it into the live event of its series
-// when the series is hot and answers with the live event in out. Writes of
-// the server's own (InternalWriteContext) are always stored.
+// when the series is hot and answers with the live event in out once the
+// fold is written. Writes of the server's own (InternalWriteContext) are
+// always stored.
 func (s foldingStorage) Create(ctx context.Context, key string, obj, out runtime.Object, ttl uint64) error {
 	event, ok := obj.(*core.Event)
 	if !ok || eventregistry.IsInternalWrite(ctx) || !foldable(event) {
@@ -179,8 +199,13 @@ func (s foldingStorage) Create(ctx context.Context, key string, obj, out runtime
 }
 
 // create folds event into its series' live event, writing the answer into
-// out, or stores it with store when the series is not hot.
+// out once the write that holds it succeeded, or stores it with store when
+// the series is not hot.
 func (f *Folder) create(ctx context.Context, event *core.Event, out runtime.Object, store func() error) error {
+	answer, ok := out.(*core.Event)
+	if !ok {
+		return fmt.Errorf("folding into %T, not an event", out)
+	}
 	now := f.clock.Now()
 	s := f.seriesFor(seriesKeyOf(event))
 
@@ -192,176 +217,177 @@ func (f *Folder) create(ctx context.Context, event *core.Event, out runtime.Obje
 	}
 	s.creates++
 	s.lastCreate = now
-	hot := s.creates > int(f.config.After) && s.live != nil
-	s.mu.Unlock()
-
-	if !hot {
+	if s.creates <= int(f.config.After) || s.live == nil {
+		s.mu.Unlock()
 		if err := store(); err != nil {
 			return err
 		}
 		s.mu.Lock()
-		if s.pending == 0 {
-			s.setLive(out.(*core.Event).DeepCopy())
+		if !s.armed {
+			// Unless a write of the previous live event is coming.
+			s.live = answer.DeepCopy()
 		}
 		s.mu.Unlock()
 		return nil
 	}
-	answer, ok := out.(*core.Event)
-	if !ok {
-		return fmt.Errorf("folding into %T, not an event", out)
+	b := s.batch
+	if b == nil {
+		b = &foldBatch{done: make(chan struct{})}
+		s.batch = b
 	}
-	f.fold(ctx, s, now).DeepCopyInto(answer)
+	b.occurrences++
+	b.last = maxTime(b.last, now)
+	f.schedule(s)
+	f.waiting.Add(1)
+	s.mu.Unlock()
+
+	defer f.waiting.Add(-1)
+	select {
+	case <-b.done:
+	case <-ctx.Done():
+		foldWaitSeconds.Observe(f.clock.Since(now).Seconds())
+		return apierrors.NewTimeoutError(fmt.Sprintf("the request ended before the write of its folded occurrence did (it may still be counted): %v", ctx.Err()), 1)
+	}
+	foldWaitSeconds.Observe(f.clock.Since(now).Seconds())
+	if b.err != nil {
+		return b.err
+	}
+	foldedTotal.WithLabelValues(apiOf(ctx)).Inc()
+	b.stored.DeepCopyInto(answer)
 	return nil
 }
 
-// fold adds an occurrence at now to the live event of s and returns what a
-// read of the live event will show once flushed.
-func (f *Folder) fold(ctx context.Context, s *foldedSeries, now time.Time) *core.Event {
+// schedule arms the next write of s unless one is scheduled or in flight
+// (that one schedules the next when it ends): at once if the last write
+// started a window ago or more, else at the end of the window. s.mu must be
+// held.
+func (f *Folder) schedule(s *foldedSeries) {
+	if s.armed {
+		return
+	}
+	s.armed = true
+	f.wg.Add(1)
+	delay := f.window - f.clock.Since(s.lastWrite)
+	if delay <= 0 {
+		go f.writeBatch(s)
+		return
+	}
+	// The write runs in a goroutine of its own: a fake clock calls this
+	// function while holding its lock, and writeBatch reads the clock.
+	s.timer = f.clock.AfterFunc(delay, func() { go f.writeBatch(s) })
+}
+
+// writeNow starts the scheduled write of s at once, if it has not started.
+func (f *Folder) writeNow(s *foldedSeries) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.count++
-	s.pending++
-	if now.After(s.lastObserved) {
-		s.lastObserved = now
+	if s.timer != nil && s.timer.Stop() {
+		s.timer = nil
+		go f.writeBatch(s)
 	}
-	foldedTotal.WithLabelValues(apiOf(ctx)).Inc()
-	if !s.flushArmed {
-		f.armFlush(s, max(f.config.FlushInterval.Duration-now.Sub(s.lastFlush), 0))
-	}
-	answer := s.live.DeepCopy()
-	applyOccurrences(answer, s.count, s.lastObserved)
-	return answer
 }
 
-// setLive makes stored the live event of s.
-func (s *foldedSeries) setLive(stored *core.Event) {
-	s.live = stored
-	s.count = max(stored.Count, 1)
-	if stored.Series != nil {
-		s.count = max(s.count, stored.Series.Count)
+// foldWriteTimeout bounds each write of folded occurrences.
+const foldWriteTimeout = 10 * time.Second
+
+// writeBatch writes the batch of s to its live event, answers the batch's
+// creates and schedules the next write if more creates wait.
+func (f *Folder) writeBatch(s *foldedSeries) {
+	defer f.wg.Done()
+	s.mu.Lock()
+	b, live := s.batch, s.live
+	s.batch, s.timer = nil, nil
+	s.lastWrite = f.clock.Now()
+	s.mu.Unlock()
+
+	ctx, cancel := context.WithTimeout(context.Background(), foldWriteTimeout)
+	defer cancel()
+	stored, err := f.write(ctx, live, b.occurrences, b.last)
+	if err == nil {
+		foldWritesTotal.WithLabelValues("written").Inc()
+	} else {
+		foldWritesTotal.WithLabelValues("error").Inc()
+		klog.FromContext(ctx).Error(err, "Writing folded occurrences failed; their creates are answered with an error",
+			"event", klog.KObj(live), "occurrences", b.occurrences)
+		err = writeFailed(live, err)
 	}
-	s.lastObserved = lastObserved(stored)
+
+	s.mu.Lock()
+	if err == nil {
+		if stored.Name != live.Name {
+			// The live event was finished: the occurrences went to a
+			// new event, and later creates start a new burst.
+			s.finished = true
+		}
+		s.live = stored
+	}
+	s.armed = false
+	if s.batch != nil {
+		f.schedule(s)
+	}
+	s.mu.Unlock()
+	b.stored, b.err = stored, err
+	close(b.done)
 }
 
-// lastObserved is when the last occurrence of a stored event was seen.
-func lastObserved(e *core.Event) time.Time {
-	switch {
-	case e.Series != nil:
-		return e.Series.LastObservedTime.Time
-	case !e.LastTimestamp.IsZero():
-		return e.LastTimestamp.Time
-	case !e.EventTime.IsZero():
-		return e.EventTime.Time
+// writeFailed is the answer to the creates of a failed write: the storage's
+// error when it asks for a retry itself (etcd out of space: 503 with a
+// Retry-After), else 503 with a Retry-After: nothing they reported was
+// stored, and the same create may succeed later. client-go retries both.
+func writeFailed(live *core.Event, err error) error {
+	var status apierrors.APIStatus
+	if errors.As(err, &status) && status.Status().Details != nil && status.Status().Details.RetryAfterSeconds > 0 {
+		return err
 	}
-	return e.CreationTimestamp.Time
+	return &apierrors.StatusError{ErrStatus: metav1.Status{
+		Status:  metav1.StatusFailure,
+		Code:    http.StatusServiceUnavailable,
+		Reason:  metav1.StatusReasonServiceUnavailable,
+		Message: fmt.Sprintf("the write of folded occurrences into event %s/%s failed, retry later: %v", live.Namespace, live.Name, err),
+		Details: &metav1.StatusDetails{Kind: "events", RetryAfterSeconds: foldRetryAfterSeconds},
+	}}
 }
 
-// applyOccurrences sets the count and last observation of an event, in both
-// the legacy fields and its series, which is Ongoing while folding.
-func applyOccurrences(e *core.Event, count int32, last time.Time) {
-	e.Count = max(e.Count, count)
-	if last.After(e.LastTimestamp.Time) {
-		e.LastTimestamp = metav1.NewTime(last)
+// foldRetryAfterSeconds is the Retry-After of a create whose folded write
+// failed.
+const foldRetryAfterSeconds = 1
+
+// occurrencesOf is how many occurrences a stored event stands for.
+func occurrencesOf(e *core.Event) int32 {
+	count := max(e.Count, 1)
+	if e.Series != nil {
+		count = max(count, e.Series.Count)
 	}
+	return count
+}
+
+// addOccurrences adds n occurrences, the last at last, to an event: its
+// count in both the legacy fields and its series, which is Ongoing while
+// folding, and its last observation, which never goes back.
+func addOccurrences(e *core.Event, n int32, last time.Time) {
+	count := occurrencesOf(e) + n
+	last = maxTime(last, core.LastObserved(e))
+	e.Count = count
+	e.LastTimestamp = metav1.NewTime(last)
 	if e.FirstTimestamp.IsZero() {
 		e.FirstTimestamp = e.CreationTimestamp
 	}
 	if e.Series == nil {
 		e.Series = &core.EventSeries{}
 	}
-	e.Series.Count = max(e.Series.Count, count)
-	if last.After(e.Series.LastObservedTime.Time) {
-		e.Series.LastObservedTime = metav1.NewMicroTime(last)
-	}
+	e.Series.Count = count
+	e.Series.LastObservedTime = metav1.NewMicroTime(last)
 	e.Series.State = core.EventSeriesStateOngoing
-}
-
-// maxFlushFailures is how many flushes of a series may fail in a row before
-// its pending occurrences are given up (counted and logged).
-const maxFlushFailures = 5
-
-// flush writes the pending occurrences of s to its live event. A failed
-// write keeps them pending for the next flush, up to maxFlushFailures.
-func (f *Folder) flush(ctx context.Context, s *foldedSeries) {
-	s.mu.Lock()
-	live, count, last, pending := s.live, s.count, s.lastObserved, s.pending
-	if pending == 0 || live == nil {
-		s.flushArmed = false
-		s.mu.Unlock()
-		return
-	}
-	s.pending = 0
-	s.mu.Unlock()
-
-	stored, err := f.write(ctx, live, count, last, pending)
-
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.flushArmed = false
-	s.lastFlush = f.clock.Now()
-	logger := klog.FromContext(ctx)
-	switch {
-	case err == nil:
-		foldWritesTotal.WithLabelValues("written").Inc()
-		s.failures = 0
-		if stored.Name != live.Name {
-			// The live event was finished: the occurrences went to a
-			// new event, and later creates start a new burst.
-			s.finished = true
-		}
-		observed := s.lastObserved
-		s.setLive(stored)
-		s.count += s.pending
-		s.lastObserved = maxTime(s.lastObserved, observed)
-	case s.failures+1 >= maxFlushFailures:
-		foldWritesTotal.WithLabelValues("given_up").Inc()
-		logger.Error(err, "Giving up folded occurrences after repeated write failures",
-			"event", klog.KObj(live), "occurrences", pending, "failures", s.failures+1)
-		s.failures = 0
-	default:
-		foldWritesTotal.WithLabelValues("error").Inc()
-		logger.Error(err, "Writing folded occurrences failed; keeping them for the next flush",
-			"event", klog.KObj(live), "occurrences", pending)
-		s.failures++
-		s.pending += pending
-	}
-	if s.pending > 0 {
-		f.armFlush(s, f.config.FlushInterval.Duration)
-	}
-}
-
-// armFlush schedules a flush of s after delay; s.mu must be held.
-func (f *Folder) armFlush(s *foldedSeries, delay time.Duration) {
-	s.flushArmed = true
-	f.wg.Add(1)
-	// The flush runs in a goroutine of its own: a fake clock calls this
-	// function while holding its lock, and flush reads the clock.
-	s.timer = f.clock.AfterFunc(delay, func() {
-		go func() {
-			defer f.wg.Done()
-			f.flush(context.Background(), s)
-		}()
-	})
-}
-
-// cancelFlush stops the scheduled flush of s, if it has not started.
-func (f *Folder) cancelFlush(s *foldedSeries) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.timer != nil && s.timer.Stop() {
-		s.timer = nil
-		s.flushArmed = false
-		f.wg.Done()
-	}
 }
 
 // errSeriesFinished says that the live event's series was finished meanwhile.
 var errSeriesFinished = errors.New("the series was finished meanwhile")
 
-// write stores count and last on the live event, recreating it from live if
-// it is gone (deleted or expired meanwhile). If its series was finished
-// meanwhile, the pending occurrences become a new event of their own.
-func (f *Folder) write(ctx context.Context, live *core.Event, count int32, last time.Time, pending int32) (*core.Event, error) {
+// write adds n occurrences, the last at last, to the live event as stored,
+// recreating it from live if it is gone (deleted or expired meanwhile). If
+// its series was finished meanwhile, the occurrences become a new event of
+// their own.
+func (f *Folder) write(ctx context.Context, live *core.Event, n int32, last time.Time) (*core.Event, error) {
 	ctx = eventregistry.InternalWriteContext(ctx, live.Namespace, schema.GroupVersion{Version: "v1"}) // core/v1 rules let count, lastTimestamp and series move on
 	update := rest.DefaultUpdatedObjectInfo(nil, func(_ context.Context, _, oldObj runtime.Object) (runtime.Object, error) {
 		old := oldObj.(*core.Event)
@@ -375,12 +401,12 @@ func (f *Folder) write(ctx context.Context, live *core.Event, count int32, last 
 		if updated.Series != nil && updated.Series.State == core.EventSeriesStateFinished {
 			return nil, errSeriesFinished
 		}
-		applyOccurrences(updated, count, last)
+		addOccurrences(updated, n, last)
 		return updated, nil
 	})
 	obj, _, err := f.store.Update(ctx, live.Name, update, rest.ValidateAllObjectFunc, rest.ValidateAllObjectUpdateFunc, false, &metav1.UpdateOptions{})
 	if errors.Is(err, errSeriesFinished) {
-		return f.createContinuation(ctx, live, pending, last)
+		return f.createContinuation(ctx, live, n, last)
 	}
 	if err != nil {
 		return nil, err
@@ -388,21 +414,18 @@ func (f *Folder) write(ctx context.Context, live *core.Event, count int32, last 
 	return obj.(*core.Event), nil
 }
 
-// createContinuation stores the occurrences folded after the live event
+// createContinuation stores the n occurrences folded after the live event
 // was finished as a new event, named after it.
-func (f *Folder) createContinuation(ctx context.Context, live *core.Event, pending int32, last time.Time) (*core.Event, error) {
+func (f *Folder) createContinuation(ctx context.Context, live *core.Event, n int32, last time.Time) (*core.Event, error) {
 	next := live.DeepCopy()
 	next.ObjectMeta = metav1.ObjectMeta{
 		Namespace: live.Namespace, GenerateName: generateNamePrefix(live.Name),
 		Labels: live.Labels, Annotations: live.Annotations,
 	}
-	next.Series, next.Count = nil, 0
-	next.FirstTimestamp, next.LastTimestamp = metav1.Time{}, metav1.Time{}
-	if pending > 1 {
-		applyOccurrences(next, pending, last)
-	} else {
-		next.Count = 1
-		next.FirstTimestamp, next.LastTimestamp = metav1.NewTime(last), metav1.NewTime(last)
+	next.Series, next.Count = nil, 1
+	next.FirstTimestamp, next.LastTimestamp = metav1.NewTime(last), metav1.NewTime(last)
+	if n > 1 {
+		addOccurrences(next, n-1, last)
 	}
 	obj, err := f.store.Create(ctx, next, rest.ValidateAllObjectFunc, &metav1.CreateOptions{})
 	if err != nil {
@@ -420,26 +443,31 @@ func generateNamePrefix(name string) string {
 	return name + "-"
 }
 
-// flushTimeout bounds the final write of folded counts when Run ends.
+// flushTimeout bounds the writes of the creates still waiting when Run
+// ends.
 const flushTimeout = 10 * time.Second
 
 // Name is the folder's name among the server's loops.
 func (*Folder) Name() string { return "event-folding" }
 
-// Run waits for ctx to end, then writes every pending occurrence (Flush,
-// within flushTimeout): the server runs it from its start and ends it
-// before its store is destroyed.
+// Run waits for ctx to end, then writes the creates still waiting at once
+// and waits for the writes in flight (Flush, within flushTimeout): the
+// server runs it from its start and ends it before its store is destroyed.
 func (f *Folder) Run(ctx context.Context) {
+	if f.window < f.config.FlushInterval.Duration {
+		klog.FromContext(ctx).Info("Folding writes a series at most once a window, and the window is at most a second: flushInterval is taken as that",
+			"flushInterval", f.config.FlushInterval.Duration, "window", f.window)
+	}
 	<-ctx.Done()
 	flushCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), flushTimeout)
 	defer cancel()
 	f.Flush(flushCtx)
 }
 
-// Flush writes every pending occurrence and waits for flushes in flight,
-// or for ctx to end.
+// Flush writes the creates still waiting at once and waits for the writes
+// in flight, or for ctx to end.
 func (f *Folder) Flush(ctx context.Context) {
-	// Remove every series: the eviction function flushes each.
+	// Remove every series: the eviction function writes each at once.
 	f.series.Clear()
 	done := make(chan struct{})
 	go func() {

@@ -26,14 +26,20 @@ import (
 var (
 	foldedTotal = metrics.NewCounterVec(&metrics.CounterOpts{
 		Namespace: "events_apiserver", Subsystem: "fold", Name: "folded_total",
-		Help:           "Event creates folded into the live event of their series instead of being stored, by API group of the request (core or events.k8s.io).",
+		Help:           "Event creates folded into the live event of their series instead of being stored, and answered once the write holding them succeeded, by API group of the request (core or events.k8s.io).",
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"api"})
 	foldWritesTotal = metrics.NewCounterVec(&metrics.CounterOpts{
 		Namespace: "events_apiserver", Subsystem: "fold", Name: "writes_total",
-		Help:           "Writes of folded occurrences to etcd, by result: written, error (kept for the next flush) or given_up (dropped after repeated failures, and logged).",
+		Help:           "Writes of folded occurrences to etcd (one per series and group-commit window at most), by result: written, or error (their creates are answered with the error, and it is logged).",
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"result"})
+	foldWaitSeconds = metrics.NewHistogram(&metrics.HistogramOpts{
+		Namespace: "events_apiserver", Subsystem: "fold", Name: "wait_seconds",
+		Help:           "How long a folded create waited for the write of its occurrence (the group commit) before it was answered, successful or not.",
+		Buckets:        metrics.ExponentialBuckets(0.005, 2, 12),
+		StabilityLevel: metrics.ALPHA,
+	})
 	foldSeries = metrics.NewGauge(&metrics.GaugeOpts{
 		Namespace: "events_apiserver", Subsystem: "fold", Name: "series",
 		Help:           "Event series the folder tracks (bounded by its cacheSize).",
@@ -47,6 +53,6 @@ var (
 // which the server's /metrics serves. Safe to call more than once.
 func registerFoldMetrics() {
 	registerFoldOnce.Do(func() {
-		legacyregistry.MustRegister(foldedTotal, foldWritesTotal, foldSeries)
+		legacyregistry.MustRegister(foldedTotal, foldWritesTotal, foldWaitSeconds, foldSeries)
 	})
 }

@@ -18,13 +18,16 @@ package storage_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net/http"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -51,18 +54,49 @@ type foldHarness struct {
 	ctx   context.Context
 	store *eventstorage.REST
 	clk   *testingclock.FakeClock
-	// attempts counts the failed writes of a store whose writes fail.
-	attempts func() int32
+	// failWrites makes the folder's writes fail with an error (nil: not).
+	failWrites func(error)
 }
 
-// create stores the i-th occurrence of the series about object.
-func (h *foldHarness) create(object string, i int) {
-	h.t.Helper()
+// tryCreate creates the i-th occurrence of the series about object in ctx.
+func (h *foldHarness) tryCreate(ctx context.Context, object string, i int) error {
 	e := occurrence(i)
 	e.Name = fmt.Sprintf("%s.%d", object, i)
 	e.InvolvedObject.Name, e.InvolvedObject.UID = object, types.UID("uid-"+object)
-	if _, err := h.store.Create(h.ctx, e, rest.ValidateAllObjectFunc, &metav1.CreateOptions{}); err != nil {
-		h.t.Fatalf("create %s: %v", e.Name, err)
+	_, err := h.store.Create(ctx, e, rest.ValidateAllObjectFunc, &metav1.CreateOptions{})
+	return err
+}
+
+// create creates the i-th occurrence of the series about object and waits
+// for its answer: stored as sent, or folded and written at once.
+func (h *foldHarness) create(object string, i int) {
+	h.t.Helper()
+	if err := h.tryCreate(h.ctx, object, i); err != nil {
+		h.t.Fatalf("create %s.%d: %v", object, i, err)
+	}
+}
+
+// fold starts a create that waits for a scheduled write, returns once it
+// waits, and returns its answer's error.
+func (h *foldHarness) fold(ctx context.Context, object string, i int) <-chan error {
+	h.t.Helper()
+	waiting := h.store.Folder().Waiting()
+	answer := make(chan error, 1)
+	go func() { answer <- h.tryCreate(ctx, object, i) }()
+	h.until(fmt.Sprintf("create %s.%d waiting", object, i), func() bool { return h.store.Folder().Waiting() > waiting })
+	return answer
+}
+
+// answered fails unless the create of answer succeeded, within 30s.
+func (h *foldHarness) answered(answer <-chan error) {
+	h.t.Helper()
+	select {
+	case err := <-answer:
+		if err != nil {
+			h.t.Fatalf("folded create: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		h.t.Fatal("folded create not answered within 30s")
 	}
 }
 
@@ -135,29 +169,30 @@ func (h *foldHarness) finish(name string) {
 
 // TestFoldPaths follows folding through the paths a burst can take, on a
 // fake clock: the live event finished meanwhile (continuation), a gap
-// longer than the window (a new burst), writes that keep failing (given
-// up), and a series forgotten to make room for another (flushed at once).
+// longer than the window (a new burst), a failed write (its creates
+// answered 503 with a Retry-After, their occurrences not counted), a
+// request that ends before its write, a window above its bound, and a
+// series forgotten to make room for another (written at once).
 func TestFoldPaths(t *testing.T) {
-	const flushInterval = 10 * time.Second
+	const flushInterval = time.Second
 	ongoing, finished := core.EventSeriesStateOngoing, core.EventSeriesStateFinished
 	tests := []struct {
-		name       string
-		folding    *eventpolicy.Folding
-		failWrites bool
-		run        func(h *foldHarness)
-		want       []storedEvent
+		name    string
+		folding *eventpolicy.Folding
+		run     func(h *foldHarness)
+		want    []storedEvent
 	}{
 		{
 			name:    "continuation: occurrences folded into a series finished meanwhile become a new event, and the next create a new burst",
 			folding: folding(1, time.Minute, flushInterval, 10),
 			run: func(h *foldHarness) {
 				h.create("web", 0)
-				h.create("web", 1) // folded
-				h.stepWhenScheduled(0)
+				h.create("web", 1) // folded, written at once
 				h.waitStored(storedEvent{"web.0", 2, 2, ongoing})
 				h.finish("web.0")
-				h.create("web", 2) // folded into web.0, which the folder still takes for live
+				answer := h.fold(h.ctx, "web", 2) // folded into web.0, which the folder still takes for live
 				h.stepWhenScheduled(flushInterval)
+				h.answered(answer)
 				h.waitStored(storedEvent{"web.0", 2, 2, finished}, storedEvent{"web.0-*", 1, 0, ""})
 				h.create("web", 3) // stored: a new burst
 			},
@@ -169,59 +204,99 @@ func TestFoldPaths(t *testing.T) {
 			run: func(h *foldHarness) {
 				h.create("web", 0)
 				h.create("web", 1) // folded
-				h.stepWhenScheduled(0)
 				h.waitStored(storedEvent{"web.0", 2, 2, ongoing})
 				h.clk.Step(2 * time.Minute)
 				h.create("web", 2) // stored: a new burst
-				h.create("web", 3) // folded into web.2
-				h.stepWhenScheduled(0)
+				h.create("web", 3) // folded into web.2, written at once
 			},
 			want: []storedEvent{{"web.0", 2, 2, ongoing}, {"web.2", 2, 2, ongoing}},
 		},
 		{
-			name:       "give-up: occurrences whose writes keep failing are dropped after five attempts",
-			folding:    folding(1, time.Minute, flushInterval, 10),
-			failWrites: true,
+			name:    "failed write: its creates are answered 503 with a Retry-After and their occurrences are not counted",
+			folding: folding(1, time.Minute, flushInterval, 10),
 			run: func(h *foldHarness) {
 				h.create("web", 0)
-				h.create("web", 1) // folded
-				h.stepWhenScheduled(0)
-				for attempt := int32(1); attempt < 5; attempt++ {
-					h.until(fmt.Sprintf("write attempt %d", attempt), func() bool { return h.attempts() == attempt })
-					h.stepWhenScheduled(flushInterval)
+				h.failWrites(errors.New("write failed"))
+				err := h.tryCreate(h.ctx, "web", 1) // folded; its write fails
+				if !apierrors.IsServiceUnavailable(err) {
+					h.t.Fatalf("create whose write failed: got %v, want 503 ServiceUnavailable", err)
 				}
-				h.until("write attempt 5", func() bool { return h.attempts() == 5 })
-				// The shutdown flush waits for the fifth attempt and writes
-				// whatever is still pending: nothing.
-				ctx, cancel := context.WithTimeout(h.ctx, 10*time.Second)
-				defer cancel()
-				h.store.Folder().Flush(ctx)
-				if got := h.attempts(); got != 5 {
-					h.t.Errorf("%d write attempts, want 5 and then none", got)
+				if delay, ok := apierrors.SuggestsClientDelay(err); !ok || delay != 1 {
+					h.t.Errorf("create whose write failed: Retry-After %d (%t), want 1", delay, ok)
+				}
+				h.failWrites(nil)
+				answer := h.fold(h.ctx, "web", 2)
+				h.stepWhenScheduled(flushInterval)
+				h.answered(answer)
+			},
+			want: []storedEvent{{"web.0", 2, 2, ongoing}},
+		},
+		{
+			name:    "failed write with a Retry-After of the storage's own (etcd out of space): its creates get that answer",
+			folding: folding(1, time.Minute, flushInterval, 10),
+			run: func(h *foldHarness) {
+				h.create("web", 0)
+				noSpace := &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: http.StatusServiceUnavailable,
+					Reason: metav1.StatusReasonServiceUnavailable, Message: "etcd is out of space, retry later",
+					Details: &metav1.StatusDetails{RetryAfterSeconds: 3}}}
+				h.failWrites(noSpace)
+				err := h.tryCreate(h.ctx, "web", 1)
+				var status apierrors.APIStatus
+				if !errors.As(err, &status) {
+					h.t.Fatalf("create whose write failed: got %v, want the storage's 503", err)
+				}
+				if diff := cmp.Diff(noSpace.ErrStatus, status.Status()); diff != "" {
+					h.t.Errorf("answer of a create whose write failed (-storage's +answered):\n%s", diff)
 				}
 			},
 			want: []storedEvent{{"web.0", 1, 0, ""}},
 		},
 		{
-			name:    "eviction: a series forgotten for another is flushed at once",
+			name:    "request ended: a create whose request ends before its write is answered 504; its occurrence is written",
+			folding: folding(1, time.Minute, flushInterval, 10),
+			run: func(h *foldHarness) {
+				h.create("web", 0)
+				h.create("web", 1) // folded
+				ctx, cancel := context.WithCancel(h.ctx)
+				answer := h.fold(ctx, "web", 2)
+				cancel()
+				if err := <-answer; !apierrors.IsTimeout(err) {
+					h.t.Errorf("create whose request ended: got %v, want 504 Timeout", err)
+				}
+				h.stepWhenScheduled(flushInterval)
+			},
+			want: []storedEvent{{"web.0", 3, 3, ongoing}},
+		},
+		{
+			name:    "bounded window: a flushInterval above a second is taken as a second",
+			folding: folding(1, time.Minute, 30*time.Minute, 10),
+			run: func(h *foldHarness) {
+				h.create("web", 0)
+				h.create("web", 1) // folded, written at once
+				answer := h.fold(h.ctx, "web", 2)
+				h.stepWhenScheduled(eventpolicy.MaxFoldFlushInterval)
+				h.answered(answer)
+			},
+			want: []storedEvent{{"web.0", 3, 3, ongoing}},
+		},
+		{
+			name:    "eviction: a series forgotten for another has its waiting creates written at once",
 			folding: folding(1, time.Minute, flushInterval, 1),
 			run: func(h *foldHarness) {
 				h.create("web", 0)
-				h.create("web", 1) // folded; its flush is scheduled, the clock does not move
-				h.create("db", 0)  // another series: web's is forgotten
+				h.create("web", 1)                // folded, written at once
+				answer := h.fold(h.ctx, "web", 2) // waits for the window; the clock does not move
+				h.create("db", 0)                 // another series: web's is forgotten
+				h.answered(answer)
 			},
-			want: []storedEvent{{"db.0", 1, 0, ""}, {"web.0", 2, 2, ongoing}},
+			want: []storedEvent{{"db.0", 1, 0, ""}, {"web.0", 3, 3, ongoing}},
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			clk := testingclock.NewFakeClock(time.Now())
 			h := &foldHarness{t: t, ctx: coreV1Context(t), store: newStore(t, tt.folding, clk), clk: clk}
-			if tt.failWrites {
-				var restore func()
-				h.attempts, restore = h.store.Folder().FailWrites()
-				defer restore()
-			}
+			_, h.failWrites = h.store.Folder().InterceptWrites()
 			tt.run(h)
 			h.waitStored(tt.want...)
 		})

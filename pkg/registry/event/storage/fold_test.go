@@ -19,10 +19,15 @@ package storage_test
 import (
 	"context"
 	"fmt"
+	"math"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -92,22 +97,49 @@ func occurrence(i int) *core.Event {
 	}
 }
 
-// TestFoldBoundsWrites: after the first creates of a burst, isomorphic
-// creates are answered with the live event and written at most once per
-// flush interval; a shutdown flush writes what is pending.
-func TestFoldBoundsWrites(t *testing.T) {
+// TestFoldGroupCommit: after the first creates of a burst, an isomorphic
+// create is answered only once the write that holds its occurrence
+// succeeded, with the event as that write stored it. The first fold is
+// written at once; the creates that arrive within the window after a write
+// started wait for the end of the window and are written together, in one
+// write; a shutdown (Flush) writes the waiting creates at once.
+func TestFoldGroupCommit(t *testing.T) {
+	const window = time.Second
 	clk := testingclock.NewFakeClock(time.Now())
-	store := newStore(t, folding(2, time.Minute, 10*time.Second, 10), clk)
+	store := newStore(t, folding(2, time.Minute, window, 10), clk)
 	folder := store.Folder()
+	writes, _ := folder.InterceptWrites()
 	ctx := coreV1Context(t)
-	create := func(i int) *core.Event {
-		t.Helper()
+	create := func(i int) (*core.Event, error) {
 		obj, err := store.Create(ctx, occurrence(i), rest.ValidateAllObjectFunc, &metav1.CreateOptions{})
 		if err != nil {
-			t.Fatalf("create %d: %v", i, err)
+			return nil, fmt.Errorf("create %d: %w", i, err)
 		}
-		return obj.(*core.Event)
+		return obj.(*core.Event), nil
 	}
+	// createAll creates the occurrences of ids at once and waits until
+	// each is answered or waits for a write.
+	createAll := func(ids ...int) <-chan *core.Event {
+		t.Helper()
+		answers := make(chan *core.Event, len(ids))
+		waiting := folder.Waiting()
+		for _, i := range ids {
+			go func() {
+				got, err := create(i)
+				if err != nil {
+					t.Error(err)
+				}
+				answers <- got
+			}()
+		}
+		if err := wait.PollUntilContextTimeout(ctx, time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+			return folder.Waiting()+int32(len(answers)) >= waiting+int32(len(ids)), nil
+		}); err != nil {
+			t.Fatalf("creates %v neither answered nor waiting", ids)
+		}
+		return answers
+	}
+	// stored is what a read of the live event finds.
 	stored := func() *core.Event {
 		t.Helper()
 		obj, err := store.Get(ctx, "web.1", &metav1.GetOptions{})
@@ -116,62 +148,149 @@ func TestFoldBoundsWrites(t *testing.T) {
 		}
 		return obj.(*core.Event)
 	}
-	waitForCount := func(count int32) *core.Event {
+	// answered waits for n answers and checks that each is the live event
+	// as stored then, with count occurrences.
+	answered := func(answers <-chan *core.Event, n int, count int32) {
 		t.Helper()
-		var got *core.Event
-		err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
-			got = stored()
-			return got.Count == count, nil
-		})
-		if err != nil {
-			t.Fatalf("waiting for stored count %d: got %d", count, got.Count)
+		var got []*core.Event
+		for range n {
+			got = append(got, <-answers)
 		}
-		return got
+		want := stored()
+		if want.Count != count || want.Series == nil || want.Series.Count != count || want.Series.State != core.EventSeriesStateOngoing {
+			t.Fatalf("stored: count %d, series %+v; want count %d, Ongoing", want.Count, want.Series, count)
+		}
+		for _, answer := range got {
+			if diff := cmp.Diff(want, answer); diff != "" {
+				t.Errorf("answer of a folded create (-stored +answered):\n%s", diff)
+			}
+		}
 	}
 
 	for i := range 2 {
-		if got := create(i); got.Name != fmt.Sprintf("web.%d", i) || got.Series != nil {
+		got, err := create(i)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Name != fmt.Sprintf("web.%d", i) || got.Series != nil {
 			t.Fatalf("create %d of the burst: answered %s with series %+v, want it stored as sent", i, got.Name, got.Series)
 		}
 	}
-	for i := 2; i < 5; i++ {
-		got := create(i)
-		if got.Name != "web.1" || got.Count != int32(i) || got.Series == nil || got.Series.Count != int32(i) ||
-			got.Series.State != core.EventSeriesStateOngoing {
-			t.Fatalf("create %d: answered %s, count %d, series %+v; want web.1, count %d, Ongoing", i, got.Name, got.Count, got.Series, i)
-		}
-		if _, err := store.Get(ctx, fmt.Sprintf("web.%d", i), &metav1.GetOptions{}); !apierrors.IsNotFound(err) {
-			t.Errorf("folded web.%d: got %v, want NotFound", i, err)
-		}
+	if got := writes(); got != 0 {
+		t.Fatalf("%d writes of folded occurrences before the first fold", got)
 	}
 
-	clk.Step(0) // the first fold is written at once
-	first := waitForCount(4)
-	if first.Series == nil || first.Series.Count != 4 || first.Series.State != core.EventSeriesStateOngoing {
-		t.Errorf("stored series: %+v, want count 4, Ongoing", first.Series)
+	// The first fold is written at once: no clock step.
+	answered(createAll(2), 1, 2)
+	if _, err := store.Get(ctx, "web.2", &metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("folded web.2: got %v, want NotFound", err)
 	}
 
-	create(5)
-	// The next flush is scheduled FlushInterval after the first, by the
-	// first flush once its write returns or by this fold if that came
-	// first; the first flush's goroutine may still be finishing, so the
-	// clock moves only once the flush is scheduled.
-	if err := wait.PollUntilContextTimeout(ctx, time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
-		return clk.HasWaiters(), nil
-	}); err != nil {
-		t.Fatal("no flush scheduled after the fifth create")
+	// Three creates within the window wait for its end, then one write.
+	answers := createAll(3, 4, 5)
+	if got := folder.Waiting(); got != 3 {
+		t.Fatalf("%d folded creates waiting within the window, want 3", got)
 	}
-	clk.Step(5 * time.Second)
-	if got := stored(); got.ResourceVersion != first.ResourceVersion {
-		t.Errorf("written again %v after the last write, before the flush interval", 5*time.Second)
+	if got := stored().Count; got != 2 {
+		t.Errorf("stored count %d before the end of the window, want 2", got)
 	}
-	clk.Step(5 * time.Second)
-	waitForCount(5)
+	clk.Step(window)
+	answered(answers, 3, 5)
+	if got := writes(); got != 2 {
+		t.Errorf("%d writes for 4 folded creates, want 2: the first, and one for the three within its window", got)
+	}
 
-	create(6)
+	// A shutdown writes the waiting creates without waiting for the window.
+	answers = createAll(6)
 	folder.Flush(ctx)
-	if got := stored(); got.Count != 6 || got.Series.Count != 6 {
-		t.Errorf("after the shutdown flush: count %d, series %+v; want 6", got.Count, got.Series)
+	answered(answers, 1, 6)
+}
+
+// TestFoldConcurrentCreates: writers storming one series on a real clock.
+// Every answered create's occurrence is in the stored count, each folded
+// create is answered with the event as the write that held it stored it
+// (the answers of one write are that write's occurrences), and the writes
+// are at most one per window.
+func TestFoldConcurrentCreates(t *testing.T) {
+	const (
+		after   = 3
+		window  = 100 * time.Millisecond
+		writers = 16
+		creates = 25 // per writer
+	)
+	store := newStore(t, folding(after, time.Minute, window, 10), clock.RealClock{})
+	writes, _ := store.Folder().InterceptWrites()
+	ctx := coreV1Context(t)
+
+	// The first creates of the burst, stored as sent.
+	for i := range after {
+		if _, err := store.Create(ctx, occurrence(i), rest.ValidateAllObjectFunc, &metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var (
+		mu      sync.Mutex
+		answers = map[string][]int32{} // counts answered, by resourceVersion
+	)
+	start := time.Now()
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Go(func() {
+			for i := range creates {
+				obj, err := store.Create(ctx, occurrence(after+w*creates+i), rest.ValidateAllObjectFunc, &metav1.CreateOptions{})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				e := obj.(*core.Event)
+				mu.Lock()
+				answers[e.ResourceVersion] = append(answers[e.ResourceVersion], e.Count)
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+
+	obj, err := store.List(ctx, &metainternalversion.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var occurrences int32
+	for _, e := range obj.(*core.EventList).Items {
+		occurrences += e.Count
+	}
+	if want := int32(after + writers*creates); occurrences != want {
+		t.Errorf("the store counts %d occurrences, want the %d creates answered", occurrences, want)
+	}
+
+	// Each write stored its occurrences on top of the previous one's: the
+	// answers of a write are as many as the count it added.
+	type batch struct{ Count, Answers int32 }
+	var batches []batch
+	for rv, counts := range answers {
+		for _, c := range counts[1:] {
+			if c != counts[0] {
+				t.Errorf("resourceVersion %s answered with counts %v, want one count", rv, counts)
+			}
+		}
+		batches = append(batches, batch{counts[0], int32(len(counts))})
+	}
+	slices.SortFunc(batches, func(a, b batch) int { return int(a.Count - b.Count) })
+	previous := int32(1) // the last create stored as sent is the live event
+	for _, b := range batches {
+		if diff := cmp.Diff(batch{previous + b.Answers, b.Answers}, b); diff != "" {
+			t.Errorf("write after count %d (-want +got):\n%s", previous, diff)
+		}
+		previous = b.Count
+	}
+
+	// Writes start a window apart at least, the first at once.
+	bound := int32(math.Ceil(float64(elapsed)/float64(window))) + 1
+	t.Logf("%d folded creates from %d writers in %v: %d writes (at most %d)", writers*creates, writers, elapsed.Round(time.Millisecond), writes(), bound)
+	if got := writes(); got > bound || int(got) != len(batches) {
+		t.Errorf("%d writes, %d distinct answers; want one answer per write, and at most %d writes in %v with a window of %v",
+			got, len(batches), bound, elapsed, window)
 	}
 }
 
