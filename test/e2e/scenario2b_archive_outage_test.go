@@ -32,19 +32,19 @@ import (
 	"k8s.io/client-go/tools/pager"
 )
 
-// archiveOutage is how long TestArchiveOutage holds VictoriaLogs down.
-var archiveOutage = flag.Duration("e2e.archive-outage", 5*time.Minute, "how long TestArchiveOutage keeps the VictoriaLogs StatefulSet scaled to 0")
+// archiveOutage is how long TestVictoriaLogsOutage holds VictoriaLogs down.
+var archiveOutage = flag.Duration("e2e.archive-outage", 5*time.Minute, "how long TestVictoriaLogsOutage keeps the VictoriaLogs StatefulSet scaled to 0")
 
 // archiveStatefulSet is the default overlay's VictoriaLogs.
 const archiveStatefulSet = "events-victorialogs"
 
-// TestArchiveOutage: VictoriaLogs scaled to 0 for -e2e.archive-outage
+// TestVictoriaLogsOutage: VictoriaLogs scaled to 0 for -e2e.archive-outage
 // (5m by default) under a paced create load. A dependency outage restarts
 // nothing: the server pods' restartCount does not move, the live API
 // answers throughout, history lists answer 503 meanwhile, and once
 // VictoriaLogs is back every acknowledged create is in the history, once,
 // read from the archive alone (the live events are deleted first).
-func TestArchiveOutage(t *testing.T) {
+func TestVictoriaLogsOutage(t *testing.T) {
 	ctx := context.Background()
 	c := suite.cluster
 	if _, err := c.Client.AppsV1().StatefulSets(serverNamespace).Get(ctx, archiveStatefulSet, metav1.GetOptions{}); err != nil {
