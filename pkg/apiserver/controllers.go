@@ -70,6 +70,7 @@ var (
 
 	_ controller.Reporter = &archiver.Archiver{}
 	_ controller.Reporter = &etcdmaint.Compactor{}
+	_ controller.Reporter = &etcdmaint.Maintainer{}
 	_ controller.Reporter = &mirror.Mirror{}
 )
 
