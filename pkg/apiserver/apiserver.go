@@ -84,6 +84,10 @@ type ExtraConfig struct {
 	// compacts etcd itself, never past the archive's checkpoint (see
 	// ArchiveConfig).
 	Archive *ArchiveConfig
+	// ControllerProgressDeadline is how long a loop may have work without
+	// progress, while its dependencies answer, before its /livez check
+	// fails; controller.DefaultProgressDeadline if zero.
+	ControllerProgressDeadline time.Duration
 	// EtcdMaintenance, when set, runs the etcd housekeeping of
 	// pkg/etcdmaint on every replica (see newControllers for why not
 	// under the election). Nil turns it off, for an etcd that someone

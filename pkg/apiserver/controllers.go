@@ -68,8 +68,10 @@ var (
 	_ controller.Controller = &archiver.Archiver{}
 	_ controller.Controller = &etcdmaint.Compactor{}
 
-	_ controller.HealthChecker = &archiver.Archiver{}
-	_ controller.HealthChecker = &etcdmaint.Compactor{}
+	_ controller.Reporter = &archiver.Archiver{}
+	_ controller.Reporter = &etcdmaint.Compactor{}
+	_ controller.Reporter = &etcdmaint.Maintainer{}
+	_ controller.Reporter = &mirror.Mirror{}
 )
 
 // newControllers builds the one Manager of every loop the server runs:
@@ -80,7 +82,7 @@ var (
 // client of the events storage, closed once every loop has stopped.
 func (c CompletedConfig) newControllers(store *eventstorage.REST, a archive.Archive) (*controller.Manager, error) {
 	extra := c.ExtraConfig
-	cfg := controller.Config{Name: controllersHookName}
+	cfg := controller.Config{Name: controllersHookName, ProgressDeadline: extra.ControllerProgressDeadline}
 	if extra.SeriesSweeper != nil {
 		sweeper, err := series.NewSweeper(store, *extra.SeriesSweeper)
 		if err != nil {

@@ -19,10 +19,16 @@ limitations under the License.
 // lifecycle: a Manager starts them from the generic server's post-start
 // hook and stops them, waiting for their work in flight, from its
 // pre-shutdown hook, either under the etcd election (pkg/leaderelection) or
-// on every replica, and reports each loop's health on /livez.
+// on every replica, and reports each loop's health: on /livez whether it is
+// alive and not wedged, on /dependencyz whether what it depends on answers.
+// A loop that panics crashes the process, as Kubernetes components do.
 package controller
 
-import "context"
+import (
+	"context"
+
+	"github.com/kube-events/events-apiserver/pkg/controller/health"
+)
 
 // Controller is a loop the server runs.
 type Controller interface {
@@ -33,9 +39,10 @@ type Controller interface {
 	Run(ctx context.Context)
 }
 
-// HealthChecker is implemented by a Controller that can tell, while it
-// runs, that it is not doing its job (say, a mirror that has not caught up
-// for too long). It is only asked while the controller runs.
-type HealthChecker interface {
-	HealthCheck() error
+// Reporter is implemented by a Controller that reports its work, its
+// progress and its dependency (pkg/controller/health): its /livez check then
+// also fails while it is wedged, and it has a check on /dependencyz. It is
+// only asked while the controller runs.
+type Reporter interface {
+	Health() *health.Tracker
 }

@@ -21,9 +21,10 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"runtime/debug"
 	"sync"
+	"time"
 
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/apiserver/pkg/server/healthz"
 	"k8s.io/klog/v2"
@@ -31,9 +32,17 @@ import (
 	"github.com/kube-events/events-apiserver/pkg/leaderelection"
 )
 
-// CheckPrefix begins the name of every loop's health check:
-// /livez/controller/<name>.
+// CheckPrefix begins the name of every loop's health checks:
+// /livez/controller/<name> and /dependencyz/controller/<name>.
 const CheckPrefix = "controller/"
+
+// DependencyPath is where the loops' dependency checks are served: in
+// neither /livez nor /readyz, since a dependency that does not answer is
+// neither this process's fault nor a reason to take it out of service.
+const DependencyPath = "/dependencyz"
+
+// DefaultProgressDeadline is Config.ProgressDeadline's default.
+const DefaultProgressDeadline = 5 * time.Minute
 
 // ElectionCheck is the name of the health check of the election loop.
 const ElectionCheck = CheckPrefix + "leader-election"
@@ -57,6 +66,10 @@ type Config struct {
 	// Stopped, when set, is called once every controller has stopped, to
 	// release what they shared (the etcd client of the election).
 	Stopped func() error
+	// ProgressDeadline is how long a Reporter may have work without making
+	// progress, while its dependency answers, before its /livez check
+	// fails; DefaultProgressDeadline if zero.
+	ProgressDeadline time.Duration
 }
 
 // Manager runs a set of controllers from Start to Stop. It is the one
@@ -67,6 +80,7 @@ type Manager struct {
 	elected      []*loop
 	everyReplica []*loop
 	stopped      func() error
+	deadline     time.Duration
 	electionLoop *loop // the campaign, when there is an election
 
 	mu       sync.Mutex
@@ -78,7 +92,10 @@ type Manager struct {
 // NewManager returns a Manager for cfg; every controller needs a name of
 // its own.
 func NewManager(cfg Config) (*Manager, error) {
-	m := &Manager{name: cfg.Name, election: cfg.Election, stopped: cfg.Stopped}
+	m := &Manager{name: cfg.Name, election: cfg.Election, stopped: cfg.Stopped, deadline: cfg.ProgressDeadline}
+	if m.deadline <= 0 {
+		m.deadline = DefaultProgressDeadline
+	}
 	names := map[string]bool{campaign{}.Name(): cfg.Election != nil}
 	add := func(controllers []Controller) ([]*loop, error) {
 		var loops []*loop
@@ -87,7 +104,7 @@ func NewManager(cfg Config) (*Manager, error) {
 				return nil, fmt.Errorf("controller names must be unique and not empty, got %q twice or empty", c.Name())
 			}
 			names[c.Name()] = true
-			loops = append(loops, &loop{controller: c})
+			loops = append(loops, &loop{controller: c, deadline: m.deadline})
 		}
 		return loops, nil
 	}
@@ -99,19 +116,22 @@ func NewManager(cfg Config) (*Manager, error) {
 		return nil, err
 	}
 	if m.election != nil && len(m.elected) > 0 {
-		m.electionLoop = &loop{controller: campaign{m}}
+		m.electionLoop = &loop{controller: campaign{m}, deadline: m.deadline}
 	}
 	return m, nil
 }
 
 // Install starts the controllers from the server's post-start hook, stops
-// them from its pre-shutdown hook (before storage goes away), and adds
-// their health checks to /livez.
+// them from its pre-shutdown hook (before storage goes away), adds their
+// health checks to /livez and serves their dependency checks on
+// DependencyPath.
 //
-// The checks are on /livez, not /readyz: a loop serves no request, so
-// moving traffic away from the replica would not bring it back; its
-// goroutine is gone, and what brings it back is a new process (which, on
-// the leader, also hands the elected loops to another replica).
+// The health checks are on /livez, not /readyz: a loop serves no request,
+// so moving traffic away from the replica would not bring it back; its
+// goroutine is gone or stuck, and what brings it back is a new process
+// (which, on the leader, also hands the elected loops to another replica).
+// The dependency checks are on neither: a new process would wait for the
+// dependency just the same, and the replica serves meanwhile.
 func (m *Manager) Install(server *genericapiserver.GenericAPIServer) error {
 	if err := server.AddPostStartHook(m.name, func(hook genericapiserver.PostStartHookContext) error {
 		m.Start(hook)
@@ -122,18 +142,32 @@ func (m *Manager) Install(server *genericapiserver.GenericAPIServer) error {
 	if err := server.AddPreShutdownHook(m.name, m.Stop); err != nil {
 		return err
 	}
+	healthz.InstallPathHandler(server.Handler.NonGoRestfulMux, DependencyPath, m.DependencyChecks()...)
 	return server.AddLivezChecks(0, m.HealthChecks()...)
 }
 
 // HealthChecks are one check per loop, named CheckPrefix+name, failing
-// while the loop is dead: its Run returned or panicked before Stop, or its
-// HealthCheck fails. A loop that does not run (this replica does not lead)
-// is healthy. With an election, ElectionCheck fails if the campaign ended
-// before Stop.
+// while the loop is dead (its Run returned before Stop) or, for a
+// Reporter, wedged: it has had work for longer than the progress deadline
+// without progress while its dependency answers. A loop that does not run
+// (this replica does not lead) is healthy. With an election, ElectionCheck
+// fails if the campaign ended before Stop.
 func (m *Manager) HealthChecks() []healthz.HealthChecker {
 	var checks []healthz.HealthChecker
 	for _, l := range m.loops() {
 		checks = append(checks, healthz.NamedCheck(CheckPrefix+l.controller.Name(), l.check))
+	}
+	return checks
+}
+
+// DependencyChecks are one check per Reporter, named CheckPrefix+name,
+// failing while the loop runs and its last call to its dependency failed.
+func (m *Manager) DependencyChecks() []healthz.HealthChecker {
+	var checks []healthz.HealthChecker
+	for _, l := range m.loops() {
+		if _, ok := l.controller.(Reporter); ok {
+			checks = append(checks, healthz.NamedCheck(CheckPrefix+l.controller.Name(), l.dependencyCheck))
+		}
 	}
 	return checks
 }
@@ -232,6 +266,7 @@ func (c campaign) Run(ctx context.Context) {
 // loop is one controller and what its health check reads.
 type loop struct {
 	controller Controller
+	deadline   time.Duration // the progress deadline of a Reporter
 
 	mu      sync.Mutex
 	cancel  context.CancelFunc // ends the running Run; nil when not running
@@ -243,24 +278,26 @@ type loop struct {
 var errStopped = errors.New("stopped while the server runs")
 
 // run runs the controller until ctx ends and records a Run that returned
-// or panicked before.
+// before. A Run that panics crashes the process, after logging the panic,
+// as utilruntime.HandleCrash does in Kubernetes components: the loop's
+// state, and whatever it shared, is unknown, and the kubelet's restart of
+// the process is what brings it back (on the leader, handing the elected
+// loops to another replica meanwhile).
 func (l *loop) run(ctx context.Context) {
 	name := l.controller.Name()
 	logger := klog.FromContext(ctx)
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	if reporter, ok := l.controller.(Reporter); ok {
+		reporter.Health().Reset()
+	}
 	l.mu.Lock()
 	l.cancel, l.killed, l.failure = cancel, false, nil
 	l.mu.Unlock()
 
 	logger.Info("Starting controller", "controller", name)
-	var stack []byte
-	failure := func() (failure error) {
-		defer func() {
-			if r := recover(); r != nil {
-				failure, stack = fmt.Errorf("panicked: %v", r), debug.Stack()
-			}
-		}()
+	failure := func() error {
+		defer utilruntime.HandleCrashWithLogger(logger.WithValues("controller", name))
 		l.controller.Run(klog.NewContext(runCtx, logger.WithName(name)))
 		if ctx.Err() == nil {
 			return errStopped
@@ -268,8 +305,6 @@ func (l *loop) run(ctx context.Context) {
 		return nil
 	}()
 	switch {
-	case stack != nil:
-		logger.Error(failure, "Controller died; its health check fails until the server restarts", "controller", name, "stack", string(stack))
 	case failure != nil:
 		logger.Error(failure, "Controller died; its health check fails until the server restarts", "controller", name)
 	default:
@@ -308,10 +343,25 @@ func (l *loop) check(*http.Request) error {
 	if failure != nil {
 		return fmt.Errorf("controller %s: %w", l.controller.Name(), failure)
 	}
-	if checker, ok := l.controller.(HealthChecker); ok && running {
-		if err := checker.HealthCheck(); err != nil {
+	if reporter, ok := l.controller.(Reporter); ok && running {
+		if err := reporter.Health().Wedged(l.deadline); err != nil {
 			return fmt.Errorf("controller %s: %w", l.controller.Name(), err)
 		}
+	}
+	return nil
+}
+
+// dependencyCheck is the loop's dependency check: a Reporter's dependency
+// error while it runs.
+func (l *loop) dependencyCheck(*http.Request) error {
+	l.mu.Lock()
+	running := l.cancel != nil && !l.killed
+	l.mu.Unlock()
+	if !running {
+		return nil
+	}
+	if err := l.controller.(Reporter).Health().DependencyErr(); err != nil {
+		return fmt.Errorf("controller %s: %w", l.controller.Name(), err)
 	}
 	return nil
 }

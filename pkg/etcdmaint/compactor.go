@@ -21,7 +21,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"sync"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/etcdserverpb"
@@ -29,6 +28,8 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
+
+	"github.com/kube-events/events-apiserver/pkg/controller/health"
 )
 
 // compactRevKey is the key k8s.io/apiserver's compactor coordinates its
@@ -68,19 +69,13 @@ type Compactor struct {
 	version  int64 // compactRevKey's version last seen: the logical clock
 	revision int64 // etcd's revision one interval ago
 
-	mu           sync.Mutex
-	failingSince time.Time // zero while rounds succeed
+	// health is its report: a round is its work, a failed round etcd
+	// unavailable (retried next interval), never a liveness failure.
+	health *health.Tracker
 }
 
-// HealthCheck fails once rounds have failed for three intervals in a row.
-func (c *Compactor) HealthCheck() error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if !c.failingSince.IsZero() && c.cfg.Clock.Since(c.failingSince) > 3*c.cfg.Interval {
-		return fmt.Errorf("etcd compaction failing since %v", c.failingSince.UTC().Format(time.RFC3339))
-	}
-	return nil
-}
+// Health is the compactor's report (pkg/controller/health).
+func (c *Compactor) Health() *health.Tracker { return c.health }
 
 // NewCompactor returns a Compactor for cfg.
 func NewCompactor(cfg CompactorConfig) *Compactor {
@@ -89,7 +84,9 @@ func NewCompactor(cfg CompactorConfig) *Compactor {
 	}
 	registerMetrics()
 	kv := clientv3.NewKVFromKVClient(etcdserverpb.NewKVClient(cfg.Client.ActiveConnection()), cfg.Client)
-	return &Compactor{cfg: cfg, kv: kv}
+	c := &Compactor{cfg: cfg, kv: kv}
+	c.health = health.New(c.Name(), cfg.Clock)
+	return c
 }
 
 // Name names the loop in logs.
@@ -107,14 +104,15 @@ func (c *Compactor) Run(ctx context.Context) {
 			return
 		case <-c.cfg.Clock.After(c.cfg.Interval):
 		}
+		c.health.Busy()
 		err := c.Sync(ctx)
-		c.mu.Lock()
-		if err == nil {
-			c.failingSince = time.Time{}
-		} else if c.failingSince.IsZero() {
-			c.failingSince = c.cfg.Clock.Now()
+		switch {
+		case err == nil:
+			c.health.Progress(ctx)
+		case ctx.Err() == nil:
+			c.health.Failed(ctx, err, c.cfg.Interval)
 		}
-		c.mu.Unlock()
+		c.health.Idle()
 		if err != nil && ctx.Err() == nil {
 			logger.Error(err, "etcd compaction failed; retrying next interval")
 		}

@@ -56,6 +56,8 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/klog/v2"
+
+	"github.com/kube-events/events-apiserver/pkg/controller/health"
 )
 
 // Defaults of Config.
@@ -94,6 +96,10 @@ type Maintainer struct {
 	interval  time.Duration
 	highWater float64
 	policy    Policy
+	// health is its report: a failed round is etcd unavailable, retried
+	// next round, never a liveness failure; a dead loop is the manager's
+	// to see.
+	health *health.Tracker
 }
 
 // New returns a Maintainer for cfg.
@@ -105,8 +111,13 @@ func New(cfg Config) *Maintainer {
 		cfg.HighWater = DefaultHighWater
 	}
 	registerMetrics()
-	return &Maintainer{client: cfg.Client, interval: cfg.Interval, highWater: cfg.HighWater, policy: cfg.Policy}
+	m := &Maintainer{client: cfg.Client, interval: cfg.Interval, highWater: cfg.HighWater, policy: cfg.Policy}
+	m.health = health.New(m.Name(), nil)
+	return m
 }
+
+// Health is the maintenance loop's report (pkg/controller/health).
+func (m *Maintainer) Health() *health.Tracker { return m.health }
 
 // Name names the loop in logs and in its health check (pkg/controller).
 func (m *Maintainer) Name() string { return "etcd-maintenance" }
@@ -118,7 +129,14 @@ func (m *Maintainer) Run(ctx context.Context) {
 	ctx = klog.NewContext(ctx, logger)
 	logger.Info("Starting etcd maintenance", "interval", m.interval, "highWater", m.highWater)
 	wait.JitterUntilWithContext(ctx, func(ctx context.Context) {
-		if err := m.Sync(ctx); err != nil && ctx.Err() == nil {
+		// Never reported busy: a round defragments member after member,
+		// each for up to defragTimeout, so a long round is not a wedge.
+		err := m.Sync(ctx)
+		switch {
+		case err == nil:
+			m.health.Answered(ctx)
+		case ctx.Err() == nil:
+			m.health.Failed(ctx, err, m.interval)
 			logger.Error(err, "etcd maintenance round failed; retrying next round")
 		}
 	}, m.interval, 0.1, true)

@@ -63,6 +63,8 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
+
+	"github.com/kube-events/events-apiserver/pkg/controller/health"
 )
 
 const (
@@ -171,6 +173,9 @@ type Mirror struct {
 	options Options
 	clock   clock.WithTicker
 	limiter flowcontrol.RateLimiter
+	// health is its report: work is the pending events, progress a write,
+	// the dependencies kube-apiserver (lists and watches) and the store.
+	health *health.Tracker
 }
 
 // New returns a mirror reading with client and writing to store. decoder
@@ -183,7 +188,8 @@ func New(client kubernetes.Interface, store Store, decoder runtime.Decoder, o Op
 		clk = clock.RealClock{}
 	}
 	m := &Mirror{store: store, decoder: decoder, options: o, clock: clk,
-		limiter: flowcontrol.NewTokenBucketRateLimiterWithClock(o.QPS, o.Burst, clk)}
+		limiter: flowcontrol.NewTokenBucketRateLimiterWithClock(o.QPS, o.Burst, clk),
+		health:  health.New(Name, clk)}
 	if client != nil {
 		m.events = client.CoreV1().Events(metav1.NamespaceAll)
 	}
@@ -206,6 +212,12 @@ func NewForConfig(c Config, store Store, decoder runtime.Decoder) (*Mirror, erro
 
 // Name names the mirror among the server's controllers.
 func (m *Mirror) Name() string { return Name }
+
+// Health is the mirror's report (pkg/controller/health): a kube-apiserver
+// that cannot be listed or watched, or a store that refuses writes, is a
+// dependency outage it waits out; only a mirror with events pending that
+// writes none while both answer is wedged.
+func (m *Mirror) Health() *health.Tracker { return m.health }
 
 // Run mirrors until ctx ends, then waits for the writes in flight: once it
 // returns, the mirror writes nothing more. It also returns, logging why,
@@ -264,6 +276,8 @@ func (r *run) read(ctx context.Context) {
 		resourceVersion, err := r.list(ctx)
 		if err == nil {
 			err = r.watch(ctx, resourceVersion)
+		} else if ctx.Err() == nil {
+			r.health.Failed(ctx, err, relistBackoff.Cap)
 		}
 		if ctx.Err() == nil {
 			logger.Info("Listing kube-apiserver's events again", "reason", err)
@@ -289,6 +303,7 @@ func (r *run) list(ctx context.Context) (string, error) {
 		if err != nil {
 			return nil, err
 		}
+		r.health.Answered(ctx)
 		resourceVersion = page.ResourceVersion
 		return page, nil
 	})
@@ -318,7 +333,14 @@ func (r *run) watch(ctx context.Context, resourceVersion string) error {
 	watcher, err := watchtools.NewRetryWatcherWithContext(ctx, resourceVersion, &cache.ListWatch{
 		WatchFuncWithContext: func(ctx context.Context, options metav1.ListOptions) (watch.Interface, error) {
 			options.LabelSelector = notMirrored
-			return r.events.Watch(ctx, options)
+			w, err := r.events.Watch(ctx, options)
+			if err != nil {
+				// RetryWatcher calls again after its own backoff.
+				r.health.Failed(ctx, fmt.Errorf("watching events: %w", err), relistBackoff.Cap)
+				return nil, err
+			}
+			r.health.Answered(ctx)
+			return w, nil
 		},
 	})
 	if err != nil {
@@ -358,6 +380,7 @@ func (r *run) watch(ctx context.Context, resourceVersion string) error {
 				// Gone upstream: a write still waiting is abandoned; our
 				// copy, if any, stays until our own TTL.
 				r.pending.forget(key(event))
+				r.settle()
 			}
 		}
 	}
@@ -377,8 +400,16 @@ func (r *run) offer(ctx context.Context, event *corev1.Event, storedAt time.Time
 	if !r.pending.put(ctx, k, event, storedAt) {
 		return false
 	}
+	r.health.Busy()
 	r.queue.Add(k)
 	return true
+}
+
+// settle reports the mirror idle once no event is pending.
+func (r *run) settle() {
+	if r.pending.len() == 0 {
+		r.health.Idle()
+	}
 }
 
 // processNext writes the latest version of the next key; false once the
@@ -389,6 +420,7 @@ func (r *run) processNext(ctx context.Context) bool {
 		return false
 	}
 	defer r.queue.Done(k)
+	defer r.settle()
 	if ctx.Err() != nil {
 		// Stopping: write nothing more; the next run lists again.
 		return true
@@ -408,6 +440,7 @@ func (r *run) processNext(ctx context.Context) bool {
 		}
 		r.queue.Forget(k)
 		r.pending.done(k, latest)
+		r.health.Progress(ctx)
 	case ctx.Err() != nil:
 	case err == ErrSharedStore:
 		r.cancel(err)
@@ -417,7 +450,9 @@ func (r *run) processNext(ctx context.Context) bool {
 			"resourceVersion", latest.event.ResourceVersion, "reason", err.Error())
 		r.queue.Forget(k)
 		r.pending.done(k, latest)
+		r.health.Progress(ctx)
 	default:
+		r.health.Failed(ctx, fmt.Errorf("writing an event into the store: %w", err), r.options.RetryMaxDelay)
 		logger.V(2).Info("Writing an upstream event failed, retrying", "event", k,
 			"attempt", r.queue.NumRequeues(k)+1, "err", err)
 		r.queue.AddRateLimited(k)

@@ -128,13 +128,14 @@ func (o CompletedOptions) Config() (*apiserver.Config, error) {
 	return &apiserver.Config{
 		GenericConfig: cfg,
 		ExtraConfig: apiserver.ExtraConfig{
-			EventTTL:        o.EventTTL,
-			SeriesSweeper:   o.seriesThresholds(policy),
-			EtcdMaintenance: o.EtcdMaintenance.config(),
-			Fold:            o.folding(policy),
-			Mirror:          mirrorConfig,
-			LeaderElection:  o.LeaderElection.config(),
-			Archive:         archiveConfig,
+			EventTTL:                   o.EventTTL,
+			SeriesSweeper:              o.seriesThresholds(policy),
+			EtcdMaintenance:            o.EtcdMaintenance.config(),
+			Fold:                       o.folding(policy),
+			Mirror:                     mirrorConfig,
+			LeaderElection:             o.LeaderElection.config(),
+			Archive:                    archiveConfig,
+			ControllerProgressDeadline: o.ControllerProgressDeadline,
 		},
 	}, nil
 }

@@ -38,6 +38,7 @@ import (
 	corev1 "github.com/kube-events/events-apiserver/pkg/apis/core/v1"
 	"github.com/kube-events/events-apiserver/pkg/apis/eventpolicy"
 	"github.com/kube-events/events-apiserver/pkg/apiserver"
+	"github.com/kube-events/events-apiserver/pkg/controller"
 )
 
 // DefaultSecurePort is where the server listens unless told otherwise; an
@@ -110,6 +111,10 @@ type Options struct {
 	LeaderElection LeaderElectionOptions
 	// Archive configures the history of events.
 	Archive ArchiveOptions
+	// ControllerProgressDeadline is how long a background loop may have
+	// work without progress, while its dependencies answer, before its
+	// /livez check fails.
+	ControllerProgressDeadline time.Duration
 
 	flags *cliflag.NamedFlagSets
 	// standalone is the authentication mode Complete chose, which the
@@ -145,18 +150,21 @@ func NewOptions() *Options {
 	o := &Options{
 		Recommended: genericoptions.NewRecommendedOptions(apiserver.DefaultEtcdPathPrefix,
 			apiserver.Codecs.LegacyCodec(corev1.SchemeGroupVersion)),
-		Logs:                 logsapi.NewLoggingConfiguration(),
-		ComponentGlobals:     compatibility.DefaultComponentGlobalsRegistry,
-		DataDir:              DefaultDataDir,
-		EventTTL:             apiserver.DefaultEventTTL,
-		EmbeddedEtcdLogLevel: "warn",
-		Mirror:               newMirrorOptions(),
-		EtcdMaintenance:      newEtcdMaintenanceOptions(),
-		LeaderElection:       newLeaderElectionOptions(),
-		Archive:              newArchiveOptions(),
-		ready:                make(chan struct{}),
+		Logs:                       logsapi.NewLoggingConfiguration(),
+		ComponentGlobals:           compatibility.DefaultComponentGlobalsRegistry,
+		DataDir:                    DefaultDataDir,
+		EventTTL:                   apiserver.DefaultEventTTL,
+		EmbeddedEtcdLogLevel:       "warn",
+		Mirror:                     newMirrorOptions(),
+		EtcdMaintenance:            newEtcdMaintenanceOptions(),
+		LeaderElection:             newLeaderElectionOptions(),
+		Archive:                    newArchiveOptions(),
+		ControllerProgressDeadline: controller.DefaultProgressDeadline,
+		ready:                      make(chan struct{}),
 	}
 	o.Recommended.Etcd.DefaultStorageMediaType = apiserver.StorageMediaType
+	// The loops' dependency checks are as open as the other health checks.
+	o.Recommended.Authorization.WithAlwaysAllowPaths(controller.DependencyPath)
 	o.registerAdmissionPlugins()
 	o.Recommended.SecureServing.BindPort = DefaultSecurePort
 	_, _ = o.ComponentGlobals.ComponentGlobalsOrRegister(basecompatibility.DefaultKubeComponent,
@@ -208,6 +216,9 @@ func (o *Options) Flags() cliflag.NamedFlagSets {
 		"Defaults to true when none of --authentication-kubeconfig, --authorization-kubeconfig and --kubeconfig is set and the server does not run in a cluster.")
 	fs.Lookup("standalone").NoOptDefVal = "true"
 	fs.StringVar(&o.EmbeddedEtcdLogLevel, "embedded-etcd-log-level", o.EmbeddedEtcdLogLevel, "Log level of the embedded etcd (debug, info, warn, error); used without --etcd-servers.")
+	fs.DurationVar(&o.ControllerProgressDeadline, "controller-progress-deadline", o.ControllerProgressDeadline, "How long a background loop (archiver, etcd compactor, mirror) "+
+		"may have work without making progress, while the archive, etcd or kube-apiserver it works against answers, before its /livez/controller/<name> check fails "+
+		"and the kubelet restarts the replica. A dependency that does not answer fails /dependencyz/controller/<name> instead, never /livez.")
 
 	o.Mirror.addFlags(fss.FlagSet("mirror"))
 	o.LeaderElection.addFlags(fss.FlagSet("leader election"))
@@ -326,6 +337,9 @@ func (o CompletedOptions) Validate() error {
 	errs = append(errs, o.LeaderElection.validate()...)
 	errs = append(errs, o.archive.validate()...)
 
+	if o.ControllerProgressDeadline <= 0 {
+		errs = append(errs, fmt.Errorf("--controller-progress-deadline must be positive, got %v", o.ControllerProgressDeadline))
+	}
 	if o.EventTTL < time.Second {
 		errs = append(errs, fmt.Errorf("--event-ttl must be at least 1s, got %v", o.EventTTL))
 	}

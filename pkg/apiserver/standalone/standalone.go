@@ -19,12 +19,12 @@ limitations under the License.
 //
 // Authentication: a client certificate signed by the client CA; the user is
 // its Common Name and the groups its Organizations. Requests without one are
-// anonymous only for /healthz, /livez and /readyz, and rejected (401)
+// anonymous only for /healthz, /livez, /readyz and /dependencyz, and rejected (401)
 // everywhere else.
 //
 // Authorization, a fixed rule:
 //   - group system:masters (the generated admin kubeconfig) may do anything;
-//   - /healthz, /livez and /readyz are open to everyone;
+//   - /healthz, /livez, /readyz and /dependencyz are open to everyone;
 //   - any authenticated user may GET discovery and schemas: /api, /apis,
 //     /openapi, /version and below;
 //   - group events-readers may get, list and watch events, in any namespace
@@ -61,7 +61,7 @@ const (
 )
 
 // HealthPaths are served to anyone, authenticated or not.
-var HealthPaths = []string{"/healthz", "/livez", "/readyz"}
+var HealthPaths = []string{"/healthz", "/livez", "/readyz", "/dependencyz"}
 
 // discoveryPrefixes are readable by every authenticated user.
 var discoveryPrefixes = []string{"/api", "/apis", "/openapi", "/version"}

@@ -42,6 +42,7 @@ import (
 
 	"github.com/kube-events/events-apiserver/pkg/apis/core"
 	"github.com/kube-events/events-apiserver/pkg/archive"
+	"github.com/kube-events/events-apiserver/pkg/controller/health"
 )
 
 // Defaults of Config.
@@ -75,8 +76,6 @@ const (
 	relistPageSize = 500
 	// requestTimeout bounds every etcd request but the watch.
 	requestTimeout = 10 * time.Second
-	// failingTooLong is how long appends may fail before HealthCheck says so.
-	failingTooLong = 2 * time.Minute
 )
 
 // Config configures an Archiver.
@@ -108,6 +107,10 @@ type Config struct {
 type Archiver struct {
 	cfg       Config
 	keyPrefix string // the events' prefix in a client under the storage prefix
+	// health is its report: work is etcd revisions not yet checkpointed,
+	// progress an append or a checkpoint, the dependencies the archive and
+	// etcd.
+	health *health.Tracker
 
 	mu           sync.Mutex
 	failingSince time.Time // zero while appends succeed
@@ -132,23 +135,20 @@ func New(cfg Config) (*Archiver, error) {
 		cfg.Clock = clock.RealClock{}
 	}
 	registerMetrics()
-	return &Archiver{cfg: cfg, keyPrefix: path.Join("/", cfg.ResourcePrefix) + "/"}, nil
+	a := &Archiver{cfg: cfg, keyPrefix: path.Join("/", cfg.ResourcePrefix) + "/"}
+	a.health = health.New(a.Name(), cfg.Clock)
+	return a, nil
 }
 
 // Name names the controller in logs.
 func (a *Archiver) Name() string { return "archiver" }
 
-// HealthCheck fails while appends to the archive have failed for longer
-// than failingTooLong. It is for the controllers' liveness, never for
-// /readyz: a slow or absent archive must not take the API away.
-func (a *Archiver) HealthCheck() error {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if !a.failingSince.IsZero() && a.cfg.Clock.Since(a.failingSince) > failingTooLong {
-		return fmt.Errorf("appends to the archive failing since %v", a.failingSince.UTC().Format(time.RFC3339))
-	}
-	return nil
-}
+// Health is the archiver's report (pkg/controller/health): an archive or
+// an etcd that fails is a dependency outage, which it waits out retrying;
+// only an archiver with revisions to archive that neither appends nor
+// checkpoints while both answer is wedged. Neither concerns /readyz: a
+// slow or absent archive must not take the API away.
+func (a *Archiver) Health() *health.Tracker { return a.health }
 
 // failing tells whether the last append failed.
 func (a *Archiver) failing() bool {
@@ -191,6 +191,7 @@ func (a *Archiver) Run(ctx context.Context) {
 			continue
 		}
 		delay := backoff.Step()
+		a.health.Failed(ctx, err, delay)
 		logger.Error(err, "Archiving interrupted; resuming from the checkpoint", "retryIn", delay)
 		select {
 		case <-ctx.Done():
@@ -205,6 +206,7 @@ func (a *Archiver) connect(ctx context.Context) (*clientv3.Client, error) {
 	err := wait.PollUntilContextCancel(ctx, time.Second, true, func(ctx context.Context) (bool, error) {
 		var err error
 		if client, err = a.cfg.NewClient(); err != nil {
+			a.health.Failed(ctx, err, time.Second)
 			klog.FromContext(ctx).Error(err, "Connecting to etcd for archiving")
 			return false, nil
 		}
@@ -267,6 +269,9 @@ type follower struct {
 // (etcd compacted past the checkpoint).
 func (a *Archiver) follow(ctx context.Context, client *clientv3.Client, relist bool) (err error) {
 	logger := klog.FromContext(ctx)
+	// Until its first checkpoint, a follow has work: the relist, or what
+	// etcd holds past the checkpoint.
+	a.health.Busy()
 	f := &follower{Archiver: a, client: client, unconfirmed: make(chan error, 1)}
 	readCtx, cancel := context.WithTimeout(ctx, requestTimeout)
 	cp, ok, err := ReadCheckpoint(readCtx, client)
@@ -452,6 +457,7 @@ func (a *Archiver) appendRecords(ctx context.Context, records []archive.Record) 
 		}
 		a.mu.Unlock()
 		if err == nil {
+			a.health.Progress(ctx)
 			appendsTotal.WithLabelValues(resultSuccess).Inc()
 			appendedRecords.Add(float64(len(records)))
 			if failed {
@@ -465,6 +471,7 @@ func (a *Archiver) appendRecords(ctx context.Context, records []archive.Record) 
 			return ctx.Err()
 		}
 		delay := backoff.Step()
+		a.health.Failed(ctx, fmt.Errorf("appending to the archive: %w", err), delay)
 		logger.Error(err, "Appending to the archive failed; retrying", "records", len(records), "retryIn", delay)
 		select {
 		case <-ctx.Done():
@@ -641,6 +648,7 @@ func (f *follower) writeCheckpoint(ctx context.Context, revision int64) error {
 	}
 	f.checkpointed.Store(revision)
 	f.checkpoints.Add(1)
+	f.health.Progress(ctx)
 	checkpointRevision.Set(float64(revision))
 	return nil
 }
@@ -659,8 +667,14 @@ func (f *follower) finalCheckpoint(ctx context.Context) {
 	}
 }
 
-// recordLag sets the lag gauges.
+// recordLag sets the lag gauges, and reports work while etcd holds
+// revisions past the checkpoint.
 func (f *follower) recordLag() {
+	if len(f.batch) > 0 || f.seen > f.checkpointed.Load() {
+		f.health.Busy()
+	} else {
+		f.health.Idle()
+	}
 	lagRevisions.Set(float64(max(f.seen-f.appended.Load(), 0)))
 	if len(f.batch) == 0 {
 		lagSeconds.Set(0)
