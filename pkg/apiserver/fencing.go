@@ -30,7 +30,6 @@ import (
 	"k8s.io/apiserver/pkg/storage/storagebackend"
 	"k8s.io/apiserver/pkg/storage/storagebackend/factory"
 	"k8s.io/apiserver/pkg/storage/value/encrypt/identity"
-	"k8s.io/client-go/tools/cache"
 
 	"github.com/kube-events/events-apiserver/pkg/leaderelection"
 )
@@ -51,21 +50,9 @@ type fencedWrites struct {
 }
 
 func (g fencedWrites) GetRESTOptions(resource schema.GroupResource, example runtime.Object) (generic.RESTOptions, error) {
-	options, err := g.RESTOptionsGetter.GetRESTOptions(resource, example)
-	if err != nil {
-		return options, err
-	}
-	decorate := options.Decorator
-	if decorate == nil {
-		decorate = generic.UndecoratedStorage
-	}
-	options.Decorator = func(config *storagebackend.ConfigForResource, resourcePrefix string, keyFunc func(runtime.Object) (string, error),
-		newFunc, newListFunc func() runtime.Object, attrFunc storage.AttrFunc, trigger storage.IndexerFuncs, indexers *cache.Indexers,
+	return wrapStorage(g.RESTOptionsGetter, resource, example, func(config *storagebackend.ConfigForResource, resourcePrefix string, newFunc, newListFunc func() runtime.Object,
+		s storage.Interface, destroy factory.DestroyFunc,
 	) (storage.Interface, factory.DestroyFunc, error) {
-		s, destroy, err := decorate(config, resourcePrefix, keyFunc, newFunc, newListFunc, attrFunc, trigger, indexers)
-		if err != nil {
-			return s, destroy, err
-		}
 		fenced, destroyFenced, err := newFencedStore(config, resourcePrefix, newFunc, newListFunc)
 		if err != nil {
 			destroy()
@@ -76,8 +63,7 @@ func (g fencedWrites) GetRESTOptions(resource schema.GroupResource, example runt
 			destroy()
 			once.Do(destroyFenced)
 		}, nil
-	}
-	return options, nil
+	})
 }
 
 // newFencedStore is an etcd3 store as the generic storage factory makes

@@ -32,7 +32,6 @@ import (
 	"k8s.io/apiserver/pkg/storage"
 	"k8s.io/apiserver/pkg/storage/storagebackend"
 	"k8s.io/apiserver/pkg/storage/storagebackend/factory"
-	"k8s.io/client-go/tools/cache"
 )
 
 // RetryAfterSeconds is the Retry-After of a request etcd refused for a
@@ -52,24 +51,11 @@ type storageUnavailable struct {
 }
 
 func (g storageUnavailable) GetRESTOptions(resource schema.GroupResource, example runtime.Object) (generic.RESTOptions, error) {
-	options, err := g.RESTOptionsGetter.GetRESTOptions(resource, example)
-	if err != nil {
-		return options, err
-	}
-	decorate := options.Decorator
-	if decorate == nil {
-		decorate = generic.UndecoratedStorage
-	}
-	options.Decorator = func(config *storagebackend.ConfigForResource, resourcePrefix string, keyFunc func(runtime.Object) (string, error),
-		newFunc, newListFunc func() runtime.Object, attrFunc storage.AttrFunc, trigger storage.IndexerFuncs, indexers *cache.Indexers,
+	return wrapStorage(g.RESTOptionsGetter, resource, example, func(config *storagebackend.ConfigForResource, _ string, _, _ func() runtime.Object,
+		s storage.Interface, destroy factory.DestroyFunc,
 	) (storage.Interface, factory.DestroyFunc, error) {
-		s, destroy, err := decorate(config, resourcePrefix, keyFunc, newFunc, newListFunc, attrFunc, trigger, indexers)
-		if err != nil {
-			return s, destroy, err
-		}
 		return unavailableStorage{Interface: s, resource: config.GroupResource}, destroy, nil
-	}
-	return options, nil
+	})
 }
 
 // unavailableStorage converts the errors of its reads and writes that
