@@ -17,13 +17,8 @@ limitations under the License.
 package history
 
 import (
-	"path/filepath"
-	"strings"
 	"testing"
 	"time"
-
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/kube-events/events-apiserver/test/harness"
 	"github.com/kube-events/events-apiserver/test/integration/framework"
@@ -52,26 +47,7 @@ func TestArchiverFailsOver(t *testing.T) {
 	}
 	etcd := framework.StartEtcd(t)
 	url := startVictoriaLogs(t, "-storageDataPath="+t.TempDir(), "-retentionPeriod=30d", "-inmemoryDataFlushInterval=1s")
-	names := []string{"a", "b"}
-	replicas := make([]*harness.Server, len(names))
-	clients := make([]kubernetes.Interface, len(names))
-	for i, name := range names {
-		p, err := harness.StartServer(ctx, binary, filepath.Join(t.TempDir(), name),
-			"--etcd-servers="+strings.Join(etcd.Endpoints, ","),
-			"--archive=url", "--archive-url="+url, "--archive-service-flush-interval=1s",
-			"--event-ttl="+ttl.String(),
-			"--leader-elect-identity="+name, "--leader-elect-lease-duration="+lease.String())
-		if err != nil {
-			t.Fatalf("starting replica %s: %v", name, err)
-		}
-		t.Cleanup(func() {
-			_ = p.Kill()
-			if t.Failed() {
-				t.Logf("replica %s:\n%s", name, p.Tail())
-			}
-		})
-		replicas[i], clients[i] = p, clientset(t, p.RestConfig, runtime.ContentTypeProtobuf)
-	}
+	names, replicas, clients := startReplicas(ctx, t, binary, etcd.Endpoints, url, ttl, lease)
 	lead, err := harness.Leader(ctx, 30*time.Second, replicas...)
 	if err != nil {
 		t.Fatal(err)

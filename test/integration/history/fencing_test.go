@@ -20,15 +20,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/kube-events/events-apiserver/pkg/archive/archiver"
 	"github.com/kube-events/events-apiserver/test/harness"
@@ -60,27 +57,7 @@ func TestPausedLeaderIsFenced(t *testing.T) {
 	etcd := framework.StartEtcd(t)
 	checkpoints := watchCheckpoints(ctx, t, etcd)
 	url := startVictoriaLogs(t, "-storageDataPath="+t.TempDir(), "-retentionPeriod=30d", "-inmemoryDataFlushInterval=1s")
-	names := []string{"a", "b"}
-	replicas := make([]*harness.Server, len(names))
-	clients := make([]kubernetes.Interface, len(names))
-	for i, name := range names {
-		p, err := harness.StartServer(ctx, binary, filepath.Join(t.TempDir(), name),
-			"--etcd-servers="+strings.Join(etcd.Endpoints, ","),
-			"--archive=url", "--archive-url="+url, "--archive-service-flush-interval=1s",
-			"--event-ttl="+ttl.String(),
-			"--leader-elect-identity="+name, "--leader-elect-lease-duration="+lease.String())
-		if err != nil {
-			t.Fatalf("starting replica %s: %v", name, err)
-		}
-		t.Cleanup(func() {
-			_ = p.Resume()
-			_ = p.Kill()
-			if t.Failed() {
-				t.Logf("replica %s:\n%s", name, p.Tail())
-			}
-		})
-		replicas[i], clients[i] = p, clientset(t, p.RestConfig, runtime.ContentTypeProtobuf)
-	}
+	names, replicas, clients := startReplicas(ctx, t, binary, etcd.Endpoints, url, ttl, lease)
 	lead, err := harness.Leader(ctx, 30*time.Second, replicas...)
 	if err != nil {
 		t.Fatal(err)

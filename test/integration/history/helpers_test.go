@@ -52,6 +52,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/kube-events/events-apiserver/test/freeport"
+	"github.com/kube-events/events-apiserver/test/harness"
 	"github.com/kube-events/events-apiserver/test/integration/framework"
 )
 
@@ -320,4 +321,36 @@ func waitPoll(ctx context.Context, within time.Duration, cond func() bool) error
 	return wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, within, true, func(context.Context) (bool, error) {
 		return cond(), nil
 	})
+}
+
+// startReplicas starts two replicas of the server binary, "a" and "b", as
+// processes of their own on one etcd and the archive service at url, with
+// events living ttl and an election lease of lease; each is killed (and
+// resumed first, if paused) when the test ends, and its log's tail
+// printed if it failed. It returns their names, the processes and a
+// protobuf client of each.
+func startReplicas(ctx context.Context, t *testing.T, binary string, etcdEndpoints []string, url string, ttl, lease time.Duration) ([]string, []*harness.Server, []kubernetes.Interface) {
+	t.Helper()
+	names := []string{"a", "b"}
+	replicas := make([]*harness.Server, len(names))
+	clients := make([]kubernetes.Interface, len(names))
+	for i, name := range names {
+		p, err := harness.StartServer(ctx, binary, filepath.Join(t.TempDir(), name),
+			"--etcd-servers="+strings.Join(etcdEndpoints, ","),
+			"--archive=url", "--archive-url="+url, "--archive-service-flush-interval=1s",
+			"--event-ttl="+ttl.String(),
+			"--leader-elect-identity="+name, "--leader-elect-lease-duration="+lease.String())
+		if err != nil {
+			t.Fatalf("starting replica %s: %v", name, err)
+		}
+		t.Cleanup(func() {
+			_ = p.Resume()
+			_ = p.Kill()
+			if t.Failed() {
+				t.Logf("replica %s:\n%s", name, p.Tail())
+			}
+		})
+		replicas[i], clients[i] = p, clientset(t, p.RestConfig, runtime.ContentTypeProtobuf)
+	}
+	return names, replicas, clients
 }
