@@ -59,7 +59,7 @@ func (g storageUnavailable) GetRESTOptions(resource schema.GroupResource, exampl
 }
 
 // unavailableStorage converts the errors of its reads and writes that
-// unavailable recognises.
+// unavailable recognizes.
 type unavailableStorage struct {
 	storage.Interface
 	resource schema.GroupResource
