@@ -177,9 +177,12 @@ func copyLogs(from, to string) error {
 // etcdImagePattern finds the bundled etcd's image in its StatefulSet.
 var etcdImagePattern = regexp.MustCompile(`(?m)^\s*image:\s*(\S*etcd\S*)\s*$`)
 
+// archiveImagePattern finds VictoriaLogs' image in its StatefulSet.
+var archiveImagePattern = regexp.MustCompile(`(?m)^\s*image:\s*(\S*victoria-logs\S*)\s*$`)
+
 // buildImages builds the server's image with `make image`, and packs the
-// static etcd (under the name the bundled etcd's StatefulSet runs) and the
-// sandbox program the same way (hack/tools/imagebuild).
+// static etcd and victoria-logs (under the names their StatefulSets run)
+// and the sandbox program the same way (hack/tools/imagebuild).
 func buildImages(ctx context.Context, root, assets, dir string) error {
 	statefulset, err := os.ReadFile(filepath.Join(root, "artifacts", "components", "bundled-etcd", "statefulset.yaml"))
 	if err != nil {
@@ -190,10 +193,25 @@ func buildImages(ctx context.Context, root, assets, dir string) error {
 		return fmt.Errorf("no etcd image in components/bundled-etcd/statefulset.yaml")
 	}
 	suite.etcdImage = string(match[1])
+	archiveManifest, err := os.ReadFile(filepath.Join(root, "artifacts", "components", "victorialogs", "statefulset.yaml"))
+	if err != nil {
+		return err
+	}
+	match = archiveImagePattern.FindSubmatch(archiveManifest)
+	if match == nil {
+		return fmt.Errorf("no victoria-logs image in components/victorialogs/statefulset.yaml")
+	}
+	// Docker Hub's short form, as the kubelet resolves it.
+	archiveImage := "docker.io/" + string(match[1])
+	victoriaLogs, err := exec.CommandContext(ctx, filepath.Join(root, "hack", "victorialogs-assets.sh")).Output()
+	if err != nil {
+		return fmt.Errorf("hack/victorialogs-assets.sh: %w", err)
+	}
 	suite.images = map[string]string{
 		serverImage:     filepath.Join(dir, "events-apiserver.tar"),
 		suite.etcdImage: filepath.Join(dir, "etcd.tar"),
 		sandboxImage:    filepath.Join(dir, "pause.tar"),
+		archiveImage:    filepath.Join(dir, "victoria-logs.tar"),
 	}
 	run := func(env []string, name string, args ...string) error {
 		cmd := exec.CommandContext(ctx, name, args...)
@@ -214,6 +232,9 @@ func buildImages(ctx context.Context, root, assets, dir string) error {
 	for _, img := range []struct{ binary, path, title, ref string }{
 		{filepath.Join(assets, "etcd-static"), "/usr/local/bin/etcd", "etcd", suite.etcdImage},
 		{pause, "/pause", "pause", sandboxImage},
+		// The pinned victoria-logs (pure Go, static), at the official
+		// image's entrypoint.
+		{filepath.Join(strings.TrimSpace(string(victoriaLogs)), "victoria-logs"), "/victoria-logs-prod", "victoria-logs", archiveImage},
 	} {
 		if err := run(nil, "go", "run", "-C", "hack/tools", "./imagebuild",
 			"--binary", img.binary, "--path", img.path, "--title", img.title,

@@ -94,33 +94,53 @@ func ensureNamespace(t *testing.T, ctx context.Context, namespace string) {
 }
 
 // etcdVolumes makes the bundled etcd's three PersistentVolumes: a one-node
-// cluster has no provisioner. hostPath directories owned by the members'
-// user (fsGroup does not apply to hostPath).
+// cluster has no provisioner.
 func etcdVolumes(t *testing.T, ctx context.Context, prefix string) {
 	t.Helper()
 	var manifests strings.Builder
 	for i := range 3 {
-		dir := suite.cluster.path("volumes", fmt.Sprintf("%s-%d", prefix, i))
-		if err := os.MkdirAll(dir, 0o700); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Chown(dir, 65532, 65532); err != nil {
-			t.Fatal(err)
-		}
-		fmt.Fprintf(&manifests, `---
+		manifests.WriteString(hostPathVolume(t, fmt.Sprintf("%s-%d", prefix, i), "8Gi", ""))
+	}
+	applyYAML(t, ctx, manifests.String())
+}
+
+// archiveVolume makes the PersistentVolume of VictoriaLogs' claim (the
+// StatefulSet's volumeClaimTemplate), bound to that claim alone so that no
+// etcd member takes it.
+func archiveVolume(t *testing.T, ctx context.Context, name string) {
+	t.Helper()
+	applyYAML(t, ctx, hostPathVolume(t, name, "20Gi", "data-"+archiveStatefulSet+"-0"))
+}
+
+// hostPathVolume is the manifest of a PersistentVolume of capacity on a
+// hostPath directory owned by the images' user (fsGroup does not apply to
+// hostPath); a claim, when named, in serverNamespace is the only one it
+// binds to.
+func hostPathVolume(t *testing.T, name, capacity, claim string) string {
+	t.Helper()
+	dir := suite.cluster.path("volumes", name)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(dir, 65532, 65532); err != nil {
+		t.Fatal(err)
+	}
+	claimRef := ""
+	if claim != "" {
+		claimRef = fmt.Sprintf("  claimRef: {namespace: %s, name: %s}\n", serverNamespace, claim)
+	}
+	return fmt.Sprintf(`---
 apiVersion: v1
 kind: PersistentVolume
 metadata:
-  name: %s-%d
+  name: %s
 spec:
-  capacity: {storage: 8Gi}
+  capacity: {storage: %s}
   accessModes: [ReadWriteOnce]
   persistentVolumeReclaimPolicy: Retain
   storageClassName: ""
   hostPath: {path: %s, type: Directory}
-`, prefix, i, dir)
-	}
-	applyYAML(t, ctx, manifests.String())
+%s`, name, capacity, dir, claimRef)
 }
 
 // installDefault installs overlays/default the way artifacts/README.md's
@@ -136,16 +156,19 @@ func installDefault(t *testing.T, ctx context.Context) time.Duration {
 		t.Fatalf("hack/gen-serving-cert.sh: %v: %s", err, out)
 	}
 	etcdVolumes(t, ctx, "events-etcd")
+	archiveVolume(t, ctx, "events-victorialogs")
 	start := time.Now()
 	mustKubectl(t, ctx, "apply", "-k", dir)
 	mustKubectl(t, ctx, "-n", "events-apiserver", "rollout", "status", "statefulset/events-etcd", "--timeout=6m")
 	etcdReady := time.Since(start)
+	mustKubectl(t, ctx, "-n", "events-apiserver", "rollout", "status", "statefulset/"+archiveStatefulSet, "--timeout=5m")
+	archiveReady := time.Since(start)
 	mustKubectl(t, ctx, "-n", "events-apiserver", "rollout", "status", "deployment/events-apiserver", "--timeout=5m")
 	deploymentReady := time.Since(start)
 	mustKubectl(t, ctx, "wait", "--for=condition=Available", "apiservice/v1beta1.events.k8s.io", "--timeout=3m")
 	available := time.Since(start)
-	logf(t, "install: etcd members Ready after %s, Deployment Ready after %s, APIService Available after %s",
-		etcdReady.Round(time.Second), deploymentReady.Round(time.Second), available.Round(time.Second))
+	logf(t, "install: etcd members Ready after %s, VictoriaLogs Ready after %s, Deployment Ready after %s, APIService Available after %s",
+		etcdReady.Round(time.Second), archiveReady.Round(time.Second), deploymentReady.Round(time.Second), available.Round(time.Second))
 	return available
 }
 

@@ -57,10 +57,11 @@ func TestHelmInstall(t *testing.T) {
 	}
 	start := time.Now()
 	mustKubectl(t, ctx, "delete", "-k", install, "--wait=true", "--timeout=5m")
-	mustKubectl(t, ctx, "delete", "persistentvolume", "events-etcd-0", "events-etcd-1", "events-etcd-2", "--wait=true", "--timeout=2m")
+	mustKubectl(t, ctx, "delete", "persistentvolume", "events-etcd-0", "events-etcd-1", "events-etcd-2", "events-victorialogs", "--wait=true", "--timeout=2m")
 	logf(t, "kustomize install deleted in %s", time.Since(start).Round(time.Second))
 
 	etcdVolumes(t, ctx, "chart-etcd")
+	archiveVolume(t, ctx, "chart-victorialogs")
 	start = time.Now()
 	if out, err := helm(ctx, "install", "events-apiserver", filepath.Join(suite.root, "charts", "events-apiserver"),
 		"--set", "certificates.certManager=false", "--set-file", "certificates.caBundle="+filepath.Join(install, "ca.crt")); err != nil {
@@ -79,6 +80,7 @@ func TestHelmInstall(t *testing.T) {
 			"--from-file=ca.crt="+caFile)
 	}
 	mustKubectl(t, ctx, "-n", serverNamespace, "rollout", "status", "statefulset/events-etcd", "--timeout=6m")
+	mustKubectl(t, ctx, "-n", serverNamespace, "rollout", "status", "statefulset/"+archiveStatefulSet, "--timeout=5m")
 	mustKubectl(t, ctx, "-n", serverNamespace, "rollout", "status", "deployment/events-apiserver", "--timeout=5m")
 	mustKubectl(t, ctx, "wait", "--for=condition=Available", "apiservice/v1beta1.events.k8s.io", "--timeout=3m")
 	logf(t, "chart install Available after %s", time.Since(start).Round(time.Second))
