@@ -24,6 +24,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -36,6 +37,15 @@ import (
 // DefaultServiceFlushInterval is VictoriaLogs' default
 // -inmemoryDataFlushInterval.
 const DefaultServiceFlushInterval = 5 * time.Second
+
+// DefaultResponseTimeout bounds how long a request waits for the service
+// to connect and start its answer. A service that went away without
+// closing its connections (a pod deleted, a node lost: packets dropped,
+// no reset) then fails a request within it, and a history list answers
+// 503, instead of waiting for the client's one-minute timeout. The
+// service starts its answers in well under a second (a page's query is
+// bounded by -search.maxQueryLen and the page's limit).
+const DefaultResponseTimeout = 15 * time.Second
 
 // HTTPConfig configures an archive kept by a VictoriaLogs service: the
 // single-node victoria-logs, or a cluster's vlinsert and vlselect.
@@ -56,8 +66,11 @@ type HTTPConfig struct {
 	// Sync waits for rows to reach disk a minute longer than twice that.
 	// DefaultServiceFlushInterval when zero.
 	FlushInterval time.Duration
-	// Client sends the requests; a client with a one-minute timeout when
-	// nil.
+	// ResponseTimeout bounds the wait for the service to connect and start
+	// an answer, when Client is nil; DefaultResponseTimeout when zero.
+	ResponseTimeout time.Duration
+	// Client sends the requests; when nil, a client with a one-minute
+	// timeout and ResponseTimeout.
 	Client *http.Client
 }
 
@@ -96,10 +109,23 @@ func NewHTTP(cfg HTTPConfig) (*HTTP, error) {
 	if cfg.FlushInterval == 0 {
 		cfg.FlushInterval = DefaultServiceFlushInterval
 	}
+	if cfg.ResponseTimeout == 0 {
+		cfg.ResponseTimeout = DefaultResponseTimeout
+	}
 	if cfg.Client == nil {
-		cfg.Client = &http.Client{Timeout: time.Minute}
+		cfg.Client = newClient(cfg.ResponseTimeout)
 	}
 	return &HTTP{cfg: cfg}, nil
+}
+
+// newClient is the default client: http.DefaultTransport's settings, with
+// connects and the start of each answer bounded by responseTimeout, and
+// each request by a minute.
+func newClient(responseTimeout time.Duration) *http.Client {
+	transport := http.DefaultTransport.(*http.Transport).Clone()
+	transport.DialContext = (&net.Dialer{Timeout: responseTimeout, KeepAlive: 30 * time.Second}).DialContext
+	transport.ResponseHeaderTimeout = responseTimeout
+	return &http.Client{Timeout: time.Minute, Transport: transport}
 }
 
 func (h *HTTP) newRequest(ctx context.Context, base, path string, params url.Values, body io.Reader) (*http.Request, error) {

@@ -18,6 +18,7 @@ package victorialogs
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -43,7 +44,7 @@ func victoriaLogsBinary(t *testing.T) string {
 	t.Helper()
 	dir := os.Getenv("VICTORIALOGS_ASSETS")
 	if dir == "" {
-		t.Skip("VICTORIALOGS_ASSETS is not set: export VICTORIALOGS_ASSETS=$(hack/victorialogs-assets.sh)")
+		t.Fatal("VICTORIALOGS_ASSETS is not set: export VICTORIALOGS_ASSETS=$(hack/victorialogs-assets.sh), or run make test-unit")
 	}
 	bin := filepath.Join(dir, "victoria-logs")
 	if _, err := os.Stat(bin); err != nil {
@@ -234,5 +235,57 @@ func TestSyncSurvivesKill(t *testing.T) {
 		}
 	} else {
 		t.Logf("Sync after a SIGKILL that lost states: %v", err)
+	}
+}
+
+// TestPausedServiceIsUnavailable: a service that stops answering without
+// closing its connections (SIGSTOP: the kernel still accepts them, as a
+// vanished pod's address drops them) fails queries and appends with
+// archive.ErrUnavailable once ResponseTimeout has passed, so that a
+// history list answers 503 rather than waiting for the client's minute.
+func TestPausedServiceIsUnavailable(t *testing.T) {
+	bin := victoriaLogsBinary(t)
+	node := startNode(t, bin, storageArgs(t)...)
+	const responseTimeout = 500 * time.Millisecond
+	a, err := NewHTTP(HTTPConfig{URL: node.url(), Retention: serviceRetention, FlushInterval: serviceFlush, ResponseTimeout: responseTimeout})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = a.Close() })
+	ctx := context.Background()
+	now := time.Now()
+	query := archive.Query{Since: now.Add(-time.Hour), Until: now.Add(time.Hour), Limit: 10}
+	if _, err := a.Query(ctx, query); err != nil {
+		t.Fatalf("query before the pause: %v", err)
+	}
+
+	if err := node.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = node.cmd.Process.Signal(syscall.SIGCONT) })
+	for _, op := range []struct {
+		name string
+		call func() error
+	}{
+		{"query", func() error { _, err := a.Query(ctx, query); return err }},
+		{"append", func() error {
+			return a.Append(ctx, []archive.Record{{
+				UID: "uid-paused", Namespace: "ns", Name: "e", ResourceVersion: "1", Time: now,
+				Fields: map[string]string{"metadata.name": "e", "metadata.namespace": "ns"}, Object: []byte{0x0a},
+			}})
+		}},
+	} {
+		t.Run(op.name, func(t *testing.T) {
+			start := time.Now()
+			err := op.call()
+			took := time.Since(start)
+			if !errors.Is(err, archive.ErrUnavailable) {
+				t.Fatalf("%s against a paused service: got %v, want archive.ErrUnavailable", op.name, err)
+			}
+			// Well under the client's one-minute timeout.
+			if took > 20*responseTimeout {
+				t.Errorf("%s against a paused service failed after %v, want about %v", op.name, took, responseTimeout)
+			}
+		})
 	}
 }
