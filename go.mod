@@ -32,6 +32,8 @@ require (
 	sigs.k8s.io/yaml v1.6.0
 )
 
+require github.com/google/btree v1.1.3
+
 require (
 	cel.dev/expr v0.25.2 // indirect
 	github.com/Azure/go-ansiterm v0.0.0-20250102033503-faa5f7b0171c // indirect

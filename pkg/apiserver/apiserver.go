@@ -152,6 +152,13 @@ func (c CompletedConfig) New(ctx context.Context) (_ *EventsServer, err error) {
 	// Writes refused by an etcd out of space answer 503 with a Retry-After.
 	// Under an election, the elected loops' writes are fenced.
 	storageOptions := c.GenericConfig.RESTOptionsGetter
+	// With an archive, the watch cache orders the live events by their
+	// last observation too: history pages read theirs alone.
+	var timeline *eventstorage.Timeline
+	if c.ExtraConfig.Archive != nil {
+		timeline = eventstorage.NewTimeline()
+		storageOptions = eventstorage.WithTimeline(storageOptions, timeline)
+	}
 	if !c.ExtraConfig.LeaderElection.Disabled {
 		storageOptions = fencedWrites{storageOptions}
 	}
@@ -177,7 +184,7 @@ func (c CompletedConfig) New(ctx context.Context) (_ *EventsServer, err error) {
 				closeArchive()
 			}
 		}()
-		if served, err = c.withHistory(store, arch); err != nil {
+		if served, err = c.withHistory(store, arch, timeline); err != nil {
 			return nil, err
 		}
 	}

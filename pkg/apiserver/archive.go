@@ -82,12 +82,12 @@ func (c CompletedConfig) eventsStorageOptions() (generic.RESTOptions, error) {
 // withHistory wraps the store storage.NewREST built (folding included) so
 // that lists with history.since read the archive too; every other request
 // is the store's.
-func (c CompletedConfig) withHistory(store *eventstorage.REST, a archive.Archive) (*history.REST, error) {
+func (c CompletedConfig) withHistory(store *eventstorage.REST, a archive.Archive, timeline *eventstorage.Timeline) (*history.REST, error) {
 	options, err := c.eventsStorageOptions()
 	if err != nil {
 		return nil, err
 	}
-	return history.New(store, a, options.StorageConfig.Codec), nil
+	return history.New(store, a, options.StorageConfig.Codec, timeline), nil
 }
 
 // newArchiver returns the controller that archives every state the store

@@ -45,15 +45,28 @@ var (
 		Buckets:        []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10},
 		StabilityLevel: metrics.ALPHA,
 	})
+	historyLiveReads = metrics.NewHistogramVec(&metrics.HistogramOpts{
+		Namespace: "events_apiserver", Subsystem: "history", Name: "live_events_read",
+		Help: "Live events one page of a list with history.since read, by how it read them: " +
+			"in order of last observation (timeline; bounded by the page) or every matching event (list; a selector on an indexed field).",
+		Buckets:        metrics.ExponentialBuckets(10, 4, 9),
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"read"})
 
 	registerOnce sync.Once
 )
 
 func registerMetrics() {
 	registerOnce.Do(func() {
-		legacyregistry.MustRegister(historyLists, historyListDuration)
+		legacyregistry.MustRegister(historyLists, historyListDuration, historyLiveReads)
 	})
 }
+
+// How a page read the live events, the label values of historyLiveReads.
+const (
+	readTimeline = "timeline"
+	readList     = "list"
+)
 
 // resultOf is the result label of a history list's error.
 func resultOf(err error) string {

@@ -35,9 +35,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/registry/rest"
+	"k8s.io/apiserver/pkg/storage"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
@@ -55,6 +57,9 @@ const (
 	MaxInFlight = 4
 	// retryAfterSeconds is the Retry-After of that 429.
 	retryAfterSeconds = 1
+	// timelineWait is how long a page waits for the timeline to catch up
+	// with the store before it reads the store's list instead.
+	timelineWait = 3 * time.Second
 )
 
 // REST is the events store with history: List reads the archive too when
@@ -63,6 +68,7 @@ type REST struct {
 	*eventstorage.REST
 	archive  archive.Archive
 	decoder  runtime.Decoder
+	timeline *eventstorage.Timeline
 	clock    clock.PassiveClock
 	inFlight chan struct{}
 }
@@ -74,10 +80,12 @@ var (
 )
 
 // New returns the store with history from the archive; decoder is the
-// store's storage codec, which decodes the archive's records.
-func New(store *eventstorage.REST, a archive.Archive, decoder runtime.Decoder) *REST {
+// store's storage codec, which decodes the archive's records; timeline is
+// the store's (eventstorage.WithTimeline), which pages read the live
+// events from in order when it is fed.
+func New(store *eventstorage.REST, a archive.Archive, decoder runtime.Decoder, timeline *eventstorage.Timeline) *REST {
 	registerMetrics()
-	return &REST{REST: store, archive: a, decoder: decoder, clock: clock.RealClock{}, inFlight: make(chan struct{}, MaxInFlight)}
+	return &REST{REST: store, archive: a, decoder: decoder, timeline: timeline, clock: clock.RealClock{}, inFlight: make(chan struct{}, MaxInFlight)}
 }
 
 // Watch is the store's; a watch with history terms is refused: history is
@@ -172,36 +180,11 @@ func (r *REST) listHistory(ctx context.Context, options *metainternalversion.Lis
 		limit = MaxPageSize
 	}
 
-	// The live store: every matching event, as a list without the
-	// history terms would return them.
-	liveOptions := options.DeepCopy()
-	liveOptions.FieldSelector = q.selector
-	liveOptions.Limit, liveOptions.Continue = 0, ""
-	liveOptions.ResourceVersion, liveOptions.ResourceVersionMatch = "", ""
-	liveObj, err := r.REST.List(ctx, liveOptions)
+	live, err := r.readLive(ctx, options, labelSelector, q, after, limit+1)
 	if err != nil {
 		return nil, err
 	}
-	liveList := liveObj.(*core.EventList)
-	// live are the events whose live state is in the window: theirs is
-	// the newest state in it, and the archive's states of them are older.
-	// An event whose live state left the window (written to after the
-	// first page's until) is answered by the archive with its newest
-	// state in the window, so that it keeps its place across pages.
-	live := make(map[string]bool, len(liveList.Items))
-	var items []item
-	for i := range liveList.Items {
-		event := &liveList.Items[i]
-		t := core.LastObserved(event)
-		if t.Before(q.since) || !t.Before(q.until) {
-			continue
-		}
-		live[string(event.UID)] = true
-		if after != nil && after.Before(t, string(event.UID)) {
-			continue
-		}
-		items = append(items, item{event: event, time: t})
-	}
+	items := live.items
 
 	// The archive: pages until it has given limit events that are not
 	// live, or has no more.
@@ -213,7 +196,11 @@ func (r *REST) listHistory(ctx context.Context, options *metainternalversion.Lis
 			return nil, archiveError(ctx, err)
 		}
 		for _, record := range page.Records {
-			if live[record.UID] {
+			answered, err := live.answers(ctx, record)
+			if err != nil {
+				return nil, err
+			}
+			if answered {
 				continue
 			}
 			event, err := r.decode(record)
@@ -246,12 +233,148 @@ func (r *REST) listHistory(ctx context.Context, options *metainternalversion.Lis
 	for i, it := range items {
 		list.Items[i] = *it.event
 	}
-	list.ResourceVersion = liveList.ResourceVersion
+	list.ResourceVersion = live.resourceVersion
 	if more && len(items) > 0 {
 		last := items[len(items)-1]
 		list.Continue = encodeToken(binding, q, archive.Cursor{Time: last.time, UID: last.uid()})
 	}
 	return list, nil
+}
+
+// livePage is what a page of history reads from the live store.
+type livePage struct {
+	// items are the live events the page may answer with: those that
+	// match, observed in the window after the cursor.
+	items []item
+	// resourceVersion is the live store's at the read.
+	resourceVersion string
+	// answers says whether the live store answers for the event of an
+	// archived state: its live state matches and is in the window, and so
+	// newer than every archived state the window holds.
+	answers func(ctx context.Context, record archive.Record) (bool, error)
+}
+
+// inWindow says whether an observation is in q's window.
+func (q query) inWindow(t time.Time) bool {
+	return !t.Before(q.since) && t.Before(q.until)
+}
+
+// liveFromList reads every matching live event, as a list without the
+// history terms would return them: for a selector that names an indexed
+// field (one object's events, an index bucket), or without a timeline.
+func (r *REST) liveFromList(ctx context.Context, options *metainternalversion.ListOptions, q query, after *archive.Cursor) (livePage, error) {
+	liveOptions := options.DeepCopy()
+	liveOptions.FieldSelector = q.selector
+	liveOptions.Limit, liveOptions.Continue = 0, ""
+	liveOptions.ResourceVersion, liveOptions.ResourceVersionMatch = "", ""
+	obj, err := r.REST.List(ctx, liveOptions)
+	if err != nil {
+		return livePage{}, err
+	}
+	list := obj.(*core.EventList)
+	// An event whose live state left the window (written to after the
+	// first page's until) is answered by the archive with its newest
+	// state in the window, so that it keeps its place across pages.
+	inWindow := make(map[string]bool, len(list.Items))
+	historyLiveReads.WithLabelValues(readList).Observe(float64(len(list.Items)))
+	page := livePage{resourceVersion: list.ResourceVersion}
+	for i := range list.Items {
+		event := &list.Items[i]
+		t := core.LastObserved(event)
+		if !q.inWindow(t) {
+			continue
+		}
+		inWindow[string(event.UID)] = true
+		if after != nil && after.Before(t, string(event.UID)) {
+			continue
+		}
+		page.items = append(page.items, item{event: event, time: t})
+	}
+	page.answers = func(_ context.Context, record archive.Record) (bool, error) {
+		return inWindow[record.UID], nil
+	}
+	return page, nil
+}
+
+// readLive reads the live side of a page: the newest n matching events
+// from the timeline, or, for a selector that names an indexed field (one
+// object's events, an index bucket) and where the timeline cannot answer,
+// every matching event.
+func (r *REST) readLive(ctx context.Context, options *metainternalversion.ListOptions, labelSelector labels.Selector, q query, after *archive.Cursor, n int) (livePage, error) {
+	if r.timeline == nil || !r.timeline.Fed() || eventstorage.SelectsIndexedField(q.selector) {
+		return r.liveFromList(ctx, options, q, after)
+	}
+	// As fresh as a consistent list: every change etcd had now. A timeline
+	// that cannot say so (etcd unreachable, the watch cache relisting)
+	// leaves the page to the list, whose errors are the store's.
+	resourceVersion, fresh, err := r.timeline.Sync(ctx, timelineWait)
+	if err != nil || !fresh {
+		return r.liveFromList(ctx, options, q, after)
+	}
+	page, err := r.liveFromTimeline(ctx, eventstorage.Matcher(labelSelector, q.selector), q, after, n)
+	if err != nil {
+		// The watch cache behind the timeline (relisting): the list answers.
+		klog.FromContext(ctx).V(2).Info("History page reads the live store's list", "reason", err)
+		return r.liveFromList(ctx, options, q, after)
+	}
+	page.resourceVersion = resourceVersion
+	return page, nil
+}
+
+// liveFromTimeline reads the newest n matching live events in the window
+// after the cursor from the store's timeline, which orders the live events
+// by their last observation: a read bounded by the page, not by the live
+// store.
+func (r *REST) liveFromTimeline(ctx context.Context, pred storage.SelectionPredicate, q query, after *archive.Cursor, n int) (livePage, error) {
+	namespace := genericapirequest.NamespaceValue(ctx)
+	matches := func(event *core.Event) (bool, error) {
+		return pred.Matches(event)
+	}
+	from := eventstorage.Position{Time: q.until}
+	if after != nil && after.Time.Before(q.until) {
+		from = eventstorage.Position{Time: after.Time, UID: after.UID}
+	}
+	var page livePage
+	var matchErr error
+	reads := 0
+	defer func() { historyLiveReads.WithLabelValues(readTimeline).Observe(float64(reads)) }()
+	err := r.timeline.Newest(ctx, namespace, from, func(event *core.Event) bool {
+		reads++
+		t := core.LastObserved(event)
+		if !t.Before(q.until) {
+			return true // at until: outside the window
+		}
+		if t.Before(q.since) {
+			return false // and so is every older event
+		}
+		ok, err := matches(event)
+		if err != nil {
+			matchErr = err
+			return false
+		}
+		if ok {
+			page.items = append(page.items, item{event: event.DeepCopy(), time: t})
+		}
+		return len(page.items) < n
+	})
+	if err = cmp.Or(err, matchErr); err != nil {
+		return livePage{}, apierrors.NewInternalError(fmt.Errorf("reading the live events in order: %w", err))
+	}
+	page.answers = func(ctx context.Context, record archive.Record) (bool, error) {
+		event, err := r.timeline.Get(ctx, types.NamespacedName{Namespace: record.Namespace, Name: record.Name})
+		if err != nil {
+			return false, apierrors.NewInternalError(fmt.Errorf("reading the live event %s/%s: %w", record.Namespace, record.Name, err))
+		}
+		if event == nil || string(event.UID) != record.UID || !q.inWindow(core.LastObserved(event)) {
+			return false, nil
+		}
+		ok, err := matches(event)
+		if err != nil {
+			return false, apierrors.NewInternalError(err)
+		}
+		return ok, nil
+	}
+	return page, nil
 }
 
 // decode reads an archived state into the internal Event, with the

@@ -19,6 +19,7 @@ package storage
 import (
 	"fmt"
 
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/storage"
 	"k8s.io/client-go/tools/cache"
@@ -99,4 +100,19 @@ func indexBy(value func(runtime.Object) string) cache.IndexFunc {
 		}
 		return []string{value(event)}, nil
 	}
+}
+
+// SelectsIndexedField says whether a field selector requires an exact
+// value of an indexed field: the watch cache lists it from one index
+// bucket, the events of one object, instead of every cached event.
+func SelectsIndexedField(selector fields.Selector) bool {
+	if selector == nil {
+		return false
+	}
+	for _, field := range indexedFields {
+		if _, ok := selector.RequiresExactMatch(field); ok {
+			return true
+		}
+	}
+	return false
 }

@@ -1,0 +1,359 @@
+/*
+Copyright The events-apiserver Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package storage
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/btree"
+
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/apiserver/pkg/storage"
+
+	"github.com/kube-events/events-apiserver/pkg/apis/core"
+)
+
+// Timeline orders the live events by their last observation (core.LastObserved),
+// newest first, in each namespace and across namespaces, so that a page of
+// history reads the live events of its page instead of every live event
+// that matches (pkg/registry/event/history).
+//
+// It is fed beneath the watch cache, by the list and the watch the cacher
+// reads etcd with (CacherWithTimeline): every change reaches the timeline
+// before the cacher, so once the cacher has answered a consistent read at
+// revision R, the timeline holds every change up to R. It keeps the
+// objects the watch delivers, which the cacher keeps too (no copy); for an
+// event the cacher's list read and nothing changed since, it keeps the
+// order alone and reads the object from the watch cache when a page needs
+// it (the cacher keeps copies of what it lists).
+type Timeline struct {
+	mu          sync.RWMutex
+	byName      map[types.NamespacedName]*timelineEntry
+	all         *btree.BTreeG[*timelineEntry]
+	byNamespace map[string]*btree.BTreeG[*timelineEntry]
+	// listing holds the pages of the cacher's list under way, committed
+	// when its last page arrives.
+	listing   []*timelineEntry
+	listingRV uint64
+	// fetch reads from the watch cache an event the timeline holds the
+	// order of only; etcd is the storage beneath the watch cache, whose
+	// revision Sync waits for. Both set by CacherWithTimeline.
+	fetch func(ctx context.Context, name types.NamespacedName, resourceVersion string) (*core.Event, error)
+	etcd  storage.Interface
+	// fed says a watch cache feeds the timeline.
+	fed atomic.Bool
+	// resourceVersion is the newest revision the timeline has seen (of an
+	// event, a bookmark or a list); advanced is closed, and replaced, when
+	// it grows.
+	resourceVersion uint64
+	advanced        chan struct{}
+}
+
+// timelineEntry is one live event's place in the timeline.
+type timelineEntry struct {
+	name     types.NamespacedName
+	uid      types.UID
+	observed time.Time
+	// resourceVersion is that of the state the entry orders.
+	resourceVersion uint64
+	// event is that state, as the watch delivered it; nil for a state the
+	// cacher's list read (fetch reads it).
+	event *core.Event
+}
+
+// timelineDegree is the B-trees' degree, the watch cache's.
+const timelineDegree = 32
+
+// newestFirst orders entries by last observation, newest first, then by
+// UID and name, as history pages are ordered.
+func newestFirst(a, b *timelineEntry) bool {
+	if c := b.observed.Compare(a.observed); c != 0 {
+		return c < 0
+	}
+	if c := cmp.Compare(a.uid, b.uid); c != 0 {
+		return c < 0
+	}
+	return cmp.Or(cmp.Compare(a.name.Namespace, b.name.Namespace), cmp.Compare(a.name.Name, b.name.Name)) < 0
+}
+
+// NewTimeline returns an empty timeline; CacherWithTimeline feeds it.
+func NewTimeline() *Timeline {
+	t := &Timeline{advanced: make(chan struct{})}
+	t.reset(nil)
+	return t
+}
+
+func (t *Timeline) reset(entries []*timelineEntry) {
+	t.byName = make(map[types.NamespacedName]*timelineEntry, len(entries))
+	t.all = btree.NewG(timelineDegree, newestFirst)
+	t.byNamespace = map[string]*btree.BTreeG[*timelineEntry]{}
+	for _, e := range entries {
+		t.put(e)
+	}
+}
+
+func newTimelineEntry(event *core.Event, keep bool) (*timelineEntry, error) {
+	rv, err := strconv.ParseUint(event.ResourceVersion, 10, 64)
+	if err != nil {
+		return nil, fmt.Errorf("event %s/%s: resourceVersion %q: %w", event.Namespace, event.Name, event.ResourceVersion, err)
+	}
+	e := &timelineEntry{
+		name:            types.NamespacedName{Namespace: event.Namespace, Name: event.Name},
+		uid:             event.UID,
+		observed:        core.LastObserved(event),
+		resourceVersion: rv,
+	}
+	if keep {
+		e.event = event
+	}
+	return e, nil
+}
+
+// put places e, in place of the entry of the same name.
+func (t *Timeline) put(e *timelineEntry) {
+	t.remove(e.name)
+	t.byName[e.name] = e
+	t.all.ReplaceOrInsert(e)
+	tree := t.byNamespace[e.name.Namespace]
+	if tree == nil {
+		tree = btree.NewG(timelineDegree, newestFirst)
+		t.byNamespace[e.name.Namespace] = tree
+	}
+	tree.ReplaceOrInsert(e)
+}
+
+func (t *Timeline) remove(name types.NamespacedName) {
+	old, ok := t.byName[name]
+	if !ok {
+		return
+	}
+	delete(t.byName, name)
+	t.all.Delete(old)
+	if tree := t.byNamespace[name.Namespace]; tree != nil {
+		tree.Delete(old)
+		if tree.Len() == 0 {
+			delete(t.byNamespace, name.Namespace)
+		}
+	}
+}
+
+// listed takes a page of the cacher's list: first says it is the list's
+// first page; the list's last page (no continue) commits it, in place of
+// everything the timeline held.
+func (t *Timeline) listed(first bool, list *core.EventList) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if first {
+		t.listing, t.listingRV = nil, 0
+	}
+	for i := range list.Items {
+		// Not kept: the cacher keeps copies of the listed events, and
+		// keeping the list's would hold a second copy of each.
+		e, err := newTimelineEntry(&list.Items[i], false)
+		if err != nil {
+			return err
+		}
+		t.listing = append(t.listing, e)
+	}
+	if list.Continue == "" {
+		rv, err := strconv.ParseUint(list.ResourceVersion, 10, 64)
+		if err != nil {
+			return fmt.Errorf("list resourceVersion %q: %w", list.ResourceVersion, err)
+		}
+		t.reset(t.listing)
+		t.listing = nil
+		t.advance(rv)
+	}
+	return nil
+}
+
+// advance records that the timeline holds every change up to rv; t.mu is
+// held.
+func (t *Timeline) advance(rv uint64) {
+	if rv <= t.resourceVersion {
+		return
+	}
+	t.resourceVersion = rv
+	close(t.advanced)
+	t.advanced = make(chan struct{})
+}
+
+// Sync waits, at most within, until the timeline holds every change etcd
+// had when Sync was called (what a consistent list reads), and returns
+// that revision; false if the timeline did not catch up in time (the watch
+// cache is not watching: starting, relisting).
+func (t *Timeline) Sync(ctx context.Context, within time.Duration) (string, bool, error) {
+	t.mu.RLock()
+	etcd := t.etcd
+	t.mu.RUnlock()
+	if etcd == nil {
+		return "", false, nil
+	}
+	rv, err := etcd.GetCurrentResourceVersion(ctx)
+	if err != nil {
+		return "", false, err
+	}
+	deadline := time.NewTimer(within)
+	defer deadline.Stop()
+	// Writes to other keys (leases, the compactor's) move the revision
+	// and no event: etcd's progress notification on the watch tells the
+	// timeline, as it tells the cacher, that nothing is left to wait for.
+	progress := time.NewTicker(progressInterval)
+	defer progress.Stop()
+	for {
+		t.mu.RLock()
+		reached, advanced := t.resourceVersion >= rv, t.advanced
+		t.mu.RUnlock()
+		if reached {
+			return strconv.FormatUint(rv, 10), true, nil
+		}
+		select {
+		case <-advanced:
+		case <-progress.C:
+			if err := etcd.RequestWatchProgress(ctx); err != nil {
+				return "", false, err
+			}
+		case <-deadline.C:
+			return "", false, nil
+		case <-ctx.Done():
+			return "", false, ctx.Err()
+		}
+	}
+}
+
+// progressInterval is how long Sync waits for a change before it asks etcd
+// for a progress notification.
+const progressInterval = 10 * time.Millisecond
+
+// observe applies an event of the cacher's watch.
+func (t *Timeline) observe(event watch.Event) {
+	obj := event.Object
+	if timed, ok := obj.(storage.WatchEventWithRecordTime); ok {
+		obj = timed.Unwrap() // as the cacher unwraps it
+	}
+	ev, ok := obj.(*core.Event)
+	if !ok {
+		return // an error
+	}
+	rv, err := strconv.ParseUint(ev.ResourceVersion, 10, 64)
+	if err != nil {
+		return // the cacher's error too
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	switch event.Type {
+	case watch.Added, watch.Modified:
+		e, _ := newTimelineEntry(ev, true) // rv parsed above
+		t.put(e)
+	case watch.Deleted:
+		t.remove(types.NamespacedName{Namespace: ev.Namespace, Name: ev.Name})
+	}
+	t.advance(rv) // bookmarks too
+}
+
+// Position is a place in the timeline's order: what comes after it is
+// observed before Time, or at Time with a UID that sorts after UID.
+type Position struct {
+	Time time.Time
+	UID  string
+}
+
+// Newest calls visit with the live events of namespace ("" for every
+// namespace) after from in the timeline's order (newest first), until
+// visit returns false or no event is left. The events are the watch
+// cache's: read-only. The timeline does not change while Newest runs, so a
+// caller that made the cacher answer a consistent read first sees every
+// change up to that read.
+func (t *Timeline) Newest(ctx context.Context, namespace string, from Position, visit func(*core.Event) bool) error {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	tree := t.all
+	if namespace != "" {
+		if tree = t.byNamespace[namespace]; tree == nil {
+			return nil
+		}
+	}
+	pivot := &timelineEntry{observed: from.Time, uid: types.UID(from.UID)}
+	var err error
+	tree.AscendGreaterOrEqual(pivot, func(e *timelineEntry) bool {
+		if e.observed.Equal(from.Time) && string(e.uid) == from.UID {
+			return true // from itself
+		}
+		var event *core.Event
+		if event, err = t.eventOf(ctx, e); err != nil {
+			return false
+		}
+		return visit(event)
+	})
+	return err
+}
+
+// Get returns the live event of that name, or nil: read-only.
+func (t *Timeline) Get(ctx context.Context, name types.NamespacedName) (*core.Event, error) {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	e, ok := t.byName[name]
+	if !ok {
+		return nil, nil
+	}
+	return t.eventOf(ctx, e)
+}
+
+func (t *Timeline) feed(etcd storage.Interface, fetch func(ctx context.Context, name types.NamespacedName, resourceVersion string) (*core.Event, error)) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.etcd, t.fetch = etcd, fetch
+}
+
+// eventOf is e's state; t.mu is held.
+func (t *Timeline) eventOf(ctx context.Context, e *timelineEntry) (*core.Event, error) {
+	if e.event != nil {
+		return e.event, nil
+	}
+	if t.fetch == nil {
+		return nil, fmt.Errorf("event %s: the timeline has no watch cache to read it from", e.name)
+	}
+	rv := strconv.FormatUint(e.resourceVersion, 10)
+	event, err := t.fetch(ctx, e.name, rv)
+	if err != nil {
+		return nil, fmt.Errorf("reading event %s from the watch cache: %w", e.name, err)
+	}
+	// Nothing changed the event since the cacher's list read it (the
+	// timeline would hold the change), and the cacher has read that list.
+	if event.UID != e.uid || event.ResourceVersion != rv {
+		return nil, fmt.Errorf("event %s: the watch cache holds resourceVersion %s, the timeline %s", e.name, event.ResourceVersion, rv)
+	}
+	return event, nil
+}
+
+// Fed says whether a watch cache feeds the timeline: without one it stays
+// empty, and the live events are the store's list.
+func (t *Timeline) Fed() bool { return t.fed.Load() }
+
+// Len is how many live events the timeline orders.
+func (t *Timeline) Len() int {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	return len(t.byName)
+}
