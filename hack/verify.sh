@@ -2,6 +2,7 @@
 # Every static check, then the unit tests with the race detector:
 # generated code is current, protoc is the pinned major, the license header
 # on hand-written Go files, the generated reference pages are current,
+# the alert rules pass their promtool tests (hack/verify-monitoring.sh),
 # gofmt, go vet,
 # go mod tidy leaves no diff (the server, pkg/recorder and hack/tools modules), golangci-lint and logcheck.
 set -o errexit -o nounset -o pipefail
@@ -16,6 +17,9 @@ hack/verify-boilerplate.sh
 
 echo "verify: reference pages (docs/reference)"
 hack/verify-reference.sh
+
+echo "verify: monitoring kit (promtool test rules, metric names, runbooks)"
+hack/verify-monitoring.sh
 
 echo "verify: gofmt"
 unformatted="$(git ls-files -co --exclude-standard '*.go' | xargs -r gofmt -l)"

@@ -92,3 +92,11 @@ securityContext:
   seccompProfile:
     type: RuntimeDefault
 {{- end }}
+
+{{/* Every VictoriaLogs pod of the archive: the single node, or the cluster's front and storage nodes. */}}
+{{- define "events-apiserver.archivePodsExpression" -}}
+matchExpressions:
+- key: app.kubernetes.io/name
+  operator: In
+  values: [events-victorialogs, events-vlstorage]
+{{- end }}

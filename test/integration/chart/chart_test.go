@@ -190,6 +190,25 @@ components:
 		t.Fatal(err)
 	}
 
+	// An overlay with the monitoring components, as docs/monitoring.md
+	// has an operator write it, and the chart values that turn them on.
+	monitored := func(name, overlay string, components ...string) string {
+		t.Helper()
+		dir := filepath.Join(preferred, name)
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		kustomization := "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n- ../artifacts/overlays/" + overlay + "\ncomponents:\n"
+		for _, c := range components {
+			kustomization += "- ../artifacts/components/" + c + "\n"
+		}
+		if err := os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte(kustomization), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return dir
+	}
+	monitoring := []string{"serviceMonitor.enabled=true", "podMonitors.enabled=true", "prometheusRule.enabled=true", "grafanaDashboard.enabled=true"}
+
 	cases := []struct {
 		name    string
 		overlay string
@@ -200,6 +219,28 @@ components:
 		{name: "external etcd", overlay: filepath.Join(root, "artifacts", "overlays", "external-etcd"), values: []string{"etcd.bundled=false", "history.enabled=false"}},
 		{name: "victorialogs cluster", overlay: filepath.Join(root, "artifacts", "overlays", "victorialogs-cluster"), values: []string{"history.layout=cluster"}},
 		{name: "kube v1 preferred", overlay: variant, values: []string{"kubeV1Preferred=true"}},
+		{
+			name:    "default monitored",
+			overlay: monitored("default-monitored", "default", "monitoring", "monitoring-etcd", "monitoring-victorialogs"),
+			values:  monitoring,
+		},
+		{
+			name:    "victorialogs cluster monitored",
+			overlay: monitored("cluster-monitored", "victorialogs-cluster", "monitoring", "monitoring-etcd", "monitoring-victorialogs"),
+			values:  append([]string{"history.layout=cluster"}, monitoring...),
+		},
+		{
+			// No archive: the chart leaves out what the overlay's operator
+			// leaves out, the VictoriaLogs component.
+			name:    "offload monitored",
+			overlay: monitored("offload-monitored", "offload", "monitoring", "monitoring-etcd"),
+			values:  append([]string{"mode=offload", "history.enabled=false"}, monitoring...),
+		},
+		{
+			name:    "external etcd monitored",
+			overlay: monitored("external-etcd-monitored", "external-etcd", "monitoring"),
+			values:  append([]string{"etcd.bundled=false", "history.enabled=false"}, monitoring...),
+		},
 	}
 	k := kubectl(t)
 	for _, tc := range cases {

@@ -978,6 +978,56 @@ func TestRBACGrantsWhatTheServerAndItsUsersNeed(t *testing.T) {
 	}
 }
 
+// TestMetricsScraperMayGetMetricsOnly applies the RBAC of
+// components/monitoring for real and asks kube-apiserver's authorizer what
+// the ServiceAccount the ServiceMonitor scrapes as may do: get /metrics,
+// which the server authorizes by SubjectAccessReview, and nothing more;
+// and that no other ServiceAccount of the namespace may.
+func TestMetricsScraperMayGetMetricsOnly(t *testing.T) {
+	c := startCluster(t)
+	dir := kustomization(t, c.root, "resources:\n- %s\ncomponents:\n- %s\n",
+		filepath.Join(c.root, "artifacts", "overlays", "default"),
+		filepath.Join(c.root, "artifacts", "components", "monitoring"))
+	var rbac []*unstructured.Unstructured
+	for _, o := range c.render(t, dir) {
+		if strings.Contains(o.GetName(), "metrics") &&
+			(o.GroupVersionKind().Group == "rbac.authorization.k8s.io" || o.GetKind() == "ServiceAccount") {
+			rbac = append(rbac, o)
+		}
+	}
+	if len(rbac) != 3 {
+		t.Fatalf("components/monitoring builds %d ServiceAccounts, ClusterRoles and ClusterRoleBindings for the scraper, want 3", len(rbac))
+	}
+	c.applyForReal(t, rbac)
+
+	const scraper = "system:serviceaccount:events-apiserver:events-apiserver-metrics-scraper"
+	cases := []struct {
+		as      string
+		args    []string
+		allowed bool
+	}{
+		{scraper, []string{"get", "/metrics"}, true},
+		{scraper, []string{"get", "/debug/pprof/profile"}, false},
+		{scraper, []string{"list", "events.events.k8s.io", "--all-namespaces"}, false},
+		{scraper, []string{"get", "secrets", "--namespace=events-apiserver"}, false},
+		{"system:serviceaccount:events-apiserver:default", []string{"get", "/metrics"}, false},
+	}
+	for _, tc := range cases {
+		args := append(append([]string{"auth", "can-i"}, tc.args...), "--as="+tc.as)
+		t.Run(strings.Join(args[2:], " "), func(t *testing.T) {
+			stdout, stderr, err := c.run(nil, args...)
+			answer := strings.TrimSpace(stdout)
+			var exitErr *exec.ExitError
+			if err != nil && (!errors.As(err, &exitErr) || exitErr.ExitCode() != 1 || answer != "no") {
+				t.Fatalf("kubectl %s: %v\n%s%s", strings.Join(args, " "), err, stdout, stderr)
+			}
+			if got := answer == "yes"; got != tc.allowed {
+				t.Errorf("kubectl %s = %q, want allowed=%v", strings.Join(args, " "), answer, tc.allowed)
+			}
+		})
+	}
+}
+
 // expectScriptEtcdCerts checks the bundled etcd's certificates the script
 // made: the Secrets hold its etcd CA, the members' certificate verifies for
 // every member's name as a server and as a peer's client, and the server's
