@@ -161,6 +161,12 @@ func (a *Archiver) failing() bool {
 // checkpoint, and starts over after any error, with a backoff.
 func (a *Archiver) Run(ctx context.Context) {
 	logger := klog.FromContext(ctx)
+	// A replica that stops archiving (its term ended) has no lag: the
+	// leader's gauges are the archive's.
+	defer func() {
+		lagSeconds.Set(0)
+		lagRevisions.Set(0)
+	}()
 	client, err := a.connect(ctx)
 	if err != nil {
 		return // ctx ended

@@ -18,6 +18,7 @@ package archiver
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"sync"
@@ -28,10 +29,13 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/component-base/metrics"
+	"k8s.io/component-base/metrics/testutil"
 	"k8s.io/klog/v2/ktesting"
 
 	"github.com/kube-events/events-apiserver/pkg/apis/core"
@@ -235,5 +239,28 @@ func testArchiverAppendsAgainAfterCrash(t *testing.T, writeWhileDown bool, faile
 	waitFor("the checkpoint past every state", checkpointAt(last))
 	if diff := cmp.Diff(want, a.durableStates()); diff != "" {
 		t.Errorf("durable states once the checkpoint passed them (-want +got):\n%s", diff)
+	}
+}
+
+// TestStoppedArchiverReportsNoLag: once Run returns (the replica's term
+// ended), its lag gauges read 0, so that only the leader's report a lag.
+func TestStoppedArchiverReportsNoLag(t *testing.T) {
+	a, err := New(Config{Archive: newCrashingArchive(), Codec: unstructured.UnstructuredJSONScheme,
+		NewClient: func() (*clientv3.Client, error) { return nil, errors.New("no etcd") }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lagSeconds.Set(5)
+	lagRevisions.Set(7)
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	a.Run(ctx)
+	for _, g := range []struct {
+		name  string
+		gauge metrics.GaugeMetric
+	}{{"lag_seconds", lagSeconds}, {"lag_revisions", lagRevisions}} {
+		if v, err := testutil.GetGaugeMetricValue(g.gauge); err != nil || v != 0 {
+			t.Errorf("%s after Run: %v (%v), want 0", g.name, v, err)
+		}
 	}
 }
