@@ -32,7 +32,12 @@ require (
 	sigs.k8s.io/yaml v1.6.0
 )
 
-require github.com/google/btree v1.1.3
+require (
+	github.com/KimMachineGun/automemlimit v1.0.1
+	github.com/google/btree v1.1.3
+)
+
+require github.com/pbnjay/memory v0.0.0-20210728143218-7b4eea64cf58 // indirect
 
 require (
 	cel.dev/expr v0.25.2 // indirect

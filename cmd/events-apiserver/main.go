@@ -29,6 +29,7 @@ import (
 
 func main() {
 	app.SetDefaultGCPercent()
+	app.SetMemoryLimit()
 	ctx := genericapiserver.SetupSignalContext()
 	os.Exit(cli.Run(app.NewCommand(ctx)))
 }

@@ -46,7 +46,7 @@ type Config struct {
 	// ServerBinary is a built events-apiserver.
 	ServerBinary string
 	// ServerEnv is added to events-apiserver's environment (for example
-	// the GOMEMLIMIT the Deployment sets).
+	// a GOMEMLIMIT).
 	ServerEnv []string
 	// WorkDir holds the servers' data; it must exist.
 	WorkDir string

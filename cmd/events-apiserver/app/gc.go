@@ -17,8 +17,13 @@ limitations under the License.
 package app
 
 import (
+	"log/slog"
 	"os"
 	"runtime/debug"
+
+	"github.com/KimMachineGun/automemlimit/memlimit"
+	"github.com/go-logr/logr"
+	"k8s.io/klog/v2"
 )
 
 // DefaultGCPercent is the collector's target when GOGC is not set: between
@@ -36,4 +41,28 @@ func SetDefaultGCPercent() {
 	if _, set := os.LookupEnv("GOGC"); !set {
 		debug.SetGCPercent(DefaultGCPercent)
 	}
+}
+
+// MemoryLimitRatio is the share of the container's memory limit that the
+// Go heap's soft limit (GOMEMLIMIT) is set to when the environment sets
+// none: the collector works harder as the heap nears it, and the rest is
+// for goroutine stacks, the runtime and the heap's growth while a
+// collection runs, so that the process stays under the limit instead of
+// being killed at it.
+const MemoryLimitRatio = 0.8
+
+// SetMemoryLimit sets the Go heap's soft limit to MemoryLimitRatio of the
+// cgroup's memory limit (the container's), unless the environment sets
+// GOMEMLIMIT, or AUTOMEMLIMIT=off; a process without a memory limit keeps
+// none.
+func SetMemoryLimit() {
+	setMemoryLimit(memlimit.FromCgroup, klog.Background())
+}
+
+func setMemoryLimit(limit memlimit.Provider, logger klog.Logger) {
+	_, _ = memlimit.Set( // an error is logged, and the heap keeps no soft limit
+		memlimit.WithProvider(limit),
+		memlimit.WithRatio(MemoryLimitRatio),
+		memlimit.WithLogger(slog.New(logr.ToSlogHandler(logger))),
+	)
 }
