@@ -48,6 +48,7 @@ import (
 	"k8s.io/apiserver/pkg/authorization/path"
 	"k8s.io/apiserver/pkg/authorization/union"
 	"k8s.io/apiserver/pkg/server/dynamiccertificates"
+	"k8s.io/utils/clock"
 )
 
 // The groups the authorization rule knows.
@@ -75,6 +76,7 @@ var (
 
 // NewAuthenticator authenticates client certificates signed by the CA bundle
 // that clientCA provides, and lets anonymous requests reach HealthPaths only.
+// Its answers for a certificate are kept a few minutes (certificateCache).
 func NewAuthenticator(clientCA dynamiccertificates.CAContentProvider) (authenticator.Request, error) {
 	conditions := make([]apiserver.AnonymousAuthCondition, 0, len(HealthPaths))
 	for _, p := range HealthPaths {
@@ -84,7 +86,10 @@ func NewAuthenticator(clientCA dynamiccertificates.CAContentProvider) (authentic
 		Anonymous:                          &apiserver.AnonymousAuthConfig{Enabled: true, Conditions: conditions},
 		ClientCertificateCAContentProvider: clientCA,
 	}.New()
-	return authn, err
+	if err != nil {
+		return nil, err
+	}
+	return newCertificateCache(authn, clientCA, clock.RealClock{}), nil
 }
 
 // NewAuthorizer returns the package's fixed rule, composed from the
