@@ -335,15 +335,28 @@ func testHistory(t *testing.T, engine string) {
 		}
 	})
 
+	t.Run("a namespace's whole retention without a selective term", func(t *testing.T) {
+		list, err := c.EventsV1().Events(namespace).List(ctx, metav1.ListOptions{FieldSelector: "type=Warning,history.since=30d", Limit: 10})
+		if err != nil {
+			t.Fatalf("a month of the namespace's warnings: %v", err)
+		}
+		for _, e := range list.Items {
+			if e.Namespace != namespace || e.Type != corev1.EventTypeWarning {
+				t.Errorf("%s/%s (%s) in a list of %s's warnings", e.Namespace, e.Name, e.Type, namespace)
+			}
+		}
+	})
+
 	t.Run("refused", func(t *testing.T) {
 		page, err := c.EventsV1().Events(namespace).List(ctx, metav1.ListOptions{FieldSelector: "history.since=1h", Limit: 2})
 		if err != nil || page.Continue == "" {
 			t.Fatalf("first page: %v, continue %q", err, page.Continue)
 		}
 		for _, tc := range []struct {
-			name      string
-			namespace string
-			opts      metav1.ListOptions
+			name          string
+			namespace     string
+			allNamespaces bool
+			opts          metav1.ListOptions
 			watch     bool
 			status    int32
 			message   string
@@ -356,16 +369,19 @@ func testHistory(t *testing.T, engine string) {
 			{name: "until without since", opts: metav1.ListOptions{FieldSelector: "history.until=1h"}, status: http.StatusBadRequest, message: "fieldSelector.history.since"},
 			{name: "since after until", opts: metav1.ListOptions{FieldSelector: "history.since=1h,history.until=2h"}, status: http.StatusBadRequest, message: "must be before history.until"},
 			{name: "!=", opts: metav1.ListOptions{FieldSelector: "history.since!=1h"}, status: http.StatusBadRequest, message: "only = is supported"},
-			{name: "a week without a selective term", opts: metav1.ListOptions{FieldSelector: "reason=BackOff,history.since=7d"}, status: http.StatusBadRequest, message: "needs a term that selects one object's events"},
+			{name: "a week of every namespace without a selective term", allNamespaces: true, opts: metav1.ListOptions{FieldSelector: "reason=BackOff,history.since=7d"}, status: http.StatusBadRequest, message: "needs a term that selects one object's events"},
 			{name: "garbage token", opts: metav1.ListOptions{FieldSelector: "history.since=1h", Continue: "garbage"}, status: http.StatusBadRequest, message: "continue"},
 			{name: "token of another query", opts: metav1.ListOptions{FieldSelector: "reason=BackOff,history.since=1h", Continue: page.Continue}, status: http.StatusBadRequest, message: "another namespace or query"},
 			{name: "token of another window", opts: metav1.ListOptions{FieldSelector: "history.since=2h", Continue: page.Continue}, status: http.StatusBadRequest, message: "another namespace or query"},
 			{name: "token in another namespace", namespace: "elsewhere", opts: metav1.ListOptions{FieldSelector: "history.since=1h", Continue: page.Continue}, status: http.StatusBadRequest, message: "another namespace or query"},
-			{name: "token across namespaces", namespace: metav1.NamespaceAll, opts: metav1.ListOptions{FieldSelector: "history.since=1h", Continue: page.Continue}, status: http.StatusBadRequest, message: "another namespace or query"},
+			{name: "token across namespaces", allNamespaces: true, opts: metav1.ListOptions{FieldSelector: "history.since=1h", Continue: page.Continue}, status: http.StatusBadRequest, message: "another namespace or query"},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
 				ns := namespace
-				if tc.namespace != "" || tc.name == "token across namespaces" {
+				switch {
+				case tc.allNamespaces:
+					ns = metav1.NamespaceAll
+				case tc.namespace != "":
 					ns = tc.namespace
 				}
 				var err error

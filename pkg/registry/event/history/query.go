@@ -30,9 +30,11 @@ import (
 	eventconversion "github.com/kube-events/events-apiserver/pkg/conversion"
 )
 
-// MaxUnselectiveWindow is the longest window a history query may span
-// without a selective term (see selectiveFields): a query for every event
-// of a month reads a month of the archive, which no page of 100 is worth.
+// MaxUnselectiveWindow is the longest window a cluster-wide history query
+// may span without a selective term (see selectiveFields): every event of
+// every namespace for a month reads a month of the whole archive, which no
+// page of 100 is worth. A namespace's history may span the whole retention
+// with any terms: it reads that namespace's share of the archive.
 const MaxUnselectiveWindow = 24 * time.Hour
 
 // selectiveFields are the fields whose = term picks out one object's
@@ -130,9 +132,10 @@ func parseQuery(selector fields.Selector, now time.Time) (query, bool, error) {
 	return q, true, nil
 }
 
-// checkWindow refuses a window too long for the query's terms.
-func (q query) checkWindow() error {
-	if q.until.Sub(q.since) <= MaxUnselectiveWindow {
+// checkWindow refuses a cluster-wide window too long for the query's terms;
+// namespace is the request's, "" for all namespaces.
+func (q query) checkWindow(namespace string) error {
+	if namespace != "" || q.until.Sub(q.since) <= MaxUnselectiveWindow {
 		return nil
 	}
 	for _, r := range q.fields {
@@ -141,8 +144,9 @@ func (q query) checkWindow() error {
 		}
 	}
 	return field.Invalid(field.NewPath("fieldSelector").Child(eventconversion.FieldHistorySince), q.rawSince,
-		fmt.Sprintf("a window longer than %v needs a term that selects one object's events: "+
-			"regarding.name (involvedObject.name), regarding.uid, related.name, related.uid or metadata.name", MaxUnselectiveWindow))
+		fmt.Sprintf("a window longer than %v across all namespaces needs a term that selects one object's events: "+
+			"regarding.name (involvedObject.name), regarding.uid, related.name, related.uid or metadata.name; "+
+			"or list one namespace's history (-n), which may span the whole retention", MaxUnselectiveWindow))
 }
 
 // parseWhen reads a history term's value: a duration back from now (90m,

@@ -90,27 +90,31 @@ func TestParseQuery(t *testing.T) {
 	}
 }
 
-// TestCheckWindow checks the bound on windows without a selective term.
+// TestCheckWindow checks the bound on cluster-wide windows without a
+// selective term, and that a namespace's history has none.
 func TestCheckWindow(t *testing.T) {
 	for _, tc := range []struct {
-		selector string
-		ok       bool
+		selector  string
+		namespace string
+		ok        bool
 	}{
-		{"history.since=24h", true},
-		{"history.since=25h", false},
-		{"reason=BackOff,history.since=7d", false},
-		{"involvedObject.name!=web-0,history.since=7d", false},
-		{"involvedObject.name=,history.since=7d", false},
-		{"involvedObject.name=web-0,history.since=30d", true},
-		{"related.uid=u,history.since=30d", true},
-		{"metadata.name=e1,history.since=30d", true},
+		{selector: "history.since=24h", ok: true},
+		{selector: "history.since=25h", ok: false},
+		{selector: "reason=BackOff,history.since=7d", ok: false},
+		{selector: "involvedObject.name!=web-0,history.since=7d", ok: false},
+		{selector: "involvedObject.name=,history.since=7d", ok: false},
+		{selector: "involvedObject.name=web-0,history.since=30d", ok: true},
+		{selector: "related.uid=u,history.since=30d", ok: true},
+		{selector: "metadata.name=e1,history.since=30d", ok: true},
+		{selector: "history.since=30d", namespace: "shop", ok: true},
+		{selector: "type=Warning,reason=BackOff,history.since=30d", namespace: "shop", ok: true},
 	} {
-		t.Run(tc.selector, func(t *testing.T) {
+		t.Run(tc.namespace+"/"+tc.selector, func(t *testing.T) {
 			q, _, err := parseQuery(fields.ParseSelectorOrDie(tc.selector), now)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := q.checkWindow(); (err == nil) != tc.ok {
+			if err := q.checkWindow(tc.namespace); (err == nil) != tc.ok {
 				t.Errorf("checkWindow: %v, want ok %v", err, tc.ok)
 			}
 		})

@@ -171,7 +171,7 @@ func (r *REST) listHistory(ctx context.Context, options *metainternalversion.Lis
 		}
 		q.since, q.until, after = since, until, &cursor
 	}
-	if err := q.checkWindow(); err != nil {
+	if err := q.checkWindow(namespace); err != nil {
 		return nil, apierrors.NewBadRequest(err.Error())
 	}
 	limit := int(options.Limit)
