@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Builds the envtest assets (kube-apiserver, kubectl, etcd) from Go modules at
+# Builds the envtest assets (kube-apiserver, kubectl, etcd, and etcdctl and
+# etcdutl for the backup procedure's test) from Go modules at
 # pinned versions and caches them in .cache/envtest/<versions>. Prints the asset directory on stdout, so:
 #
 #   export KUBEBUILDER_ASSETS="$(hack/envtest-assets.sh)"
@@ -47,9 +48,19 @@ need_kube() {
     build_kube_cmds "${root}/.cache/envtest/build-kube-apiserver" "${assets}" kube-apiserver kubectl
   fi
 }
+need_etcdctl() {
+  local tool
+  for tool in etcdctl etcdutl; do
+    if [[ ! -x "${assets}/${tool}" ]]; then
+      log "building ${tool} ${ETCD_VERSION} (about 30s)"
+      build_etcd_module "${root}/.cache/envtest/build-${tool}" "${assets}" "${tool}" "go.etcd.io/etcd/${tool}/v3"
+    fi
+  done
+}
 locked etcd need_etcd
 # --etcd-only: the unit tests need no more (hack/test-unit.sh).
 if [[ "${1:-}" != "--etcd-only" ]]; then
   locked kube need_kube
+  locked etcdctl need_etcdctl
 fi
 echo "${assets}"

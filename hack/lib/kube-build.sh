@@ -44,15 +44,22 @@ build_kube_cmds() {
 # build_etcd WORK OUT NAME: builds etcd ETCD_VERSION as OUT/NAME; the
 # caller's CGO_ENABLED applies (0 for a static binary).
 build_etcd() {
-  local work="$1" out="$2" name="$3"
+  build_etcd_module "$1" "$2" "$3" go.etcd.io/etcd/server/v3
+}
+
+# build_etcd_module WORK OUT NAME MODULE: builds the main package of
+# MODULE (go.etcd.io/etcd/server/v3, etcdctl/v3, etcdutl/v3) at
+# ETCD_VERSION as OUT/NAME.
+build_etcd_module() {
+  local work="$1" out="$2" name="$3" module="$4"
   rm -rf "${work}" && mkdir -p "${work}"
   (
     cd "${work}"
     printf 'module etcdassets\n\ngo 1.26\n' > go.mod
-    printf '//go:build tools\n\npackage etcdassets\n\nimport _ "go.etcd.io/etcd/server/v3"\n' > tools.go
-    go mod edit -require "go.etcd.io/etcd/server/v3@${ETCD_VERSION}"
+    printf '//go:build tools\n\npackage etcdassets\n\nimport _ "%s"\n' "${module}" > tools.go
+    go mod edit -require "${module}@${ETCD_VERSION}"
     GOFLAGS=-mod=mod go mod tidy >/dev/null 2>&1 || true
-    GOFLAGS=-mod=mod go build -trimpath -ldflags "-s -w" -o "${out}/${name}.tmp" go.etcd.io/etcd/server/v3
+    GOFLAGS=-mod=mod go build -trimpath -ldflags "-s -w" -o "${out}/${name}.tmp" "${module}"
     mv "${out}/${name}.tmp" "${out}/${name}"
   )
   rm -rf "${work}"
