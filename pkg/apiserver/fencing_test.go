@@ -29,8 +29,6 @@ import (
 	genericregistry "k8s.io/apiserver/pkg/registry/generic/registry"
 	"k8s.io/apiserver/pkg/registry/rest"
 	"k8s.io/apiserver/pkg/storage/etcd3/testserver"
-	"k8s.io/apiserver/pkg/storage/storagebackend"
-	"k8s.io/apiserver/pkg/util/compatibility"
 
 	"github.com/kube-events/events-apiserver/pkg/apis/core"
 	corev1 "github.com/kube-events/events-apiserver/pkg/apis/core/v1"
@@ -53,13 +51,7 @@ import (
 // goes through all along.
 func TestElectedStoreWritesAreFenced(t *testing.T) {
 	etcdClient := testserver.RunEtcd(t, nil)
-	storageConfig := *storagebackend.NewDefaultConfig(DefaultEtcdPathPrefix, nil)
-	storageConfig.Transport.ServerList = etcdClient.Endpoints()
-	factory := NewStorageFactory(storageConfig, StorageMediaType, compatibility.DefaultBuildEffectiveVersion())
-	resourceConfig, err := factory.NewConfig(core.Resource("events"), &core.Event{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	resourceConfig := eventsStorageConfig(t, etcdClient.Endpoints())
 	store, err := eventstorage.NewREST(Scheme, fencedWrites{fixedRESTOptions{
 		StorageConfig: resourceConfig, Decorator: genericregistry.StorageWithCacher(), ResourcePrefix: "events", DeleteCollectionWorkers: 1,
 	}}, time.Hour, nil)
@@ -70,7 +62,7 @@ func TestElectedStoreWritesAreFenced(t *testing.T) {
 
 	// A term of the election, as the server runs it; lead keeps the term
 	// until the test ends or a refused write ends it.
-	electionClient, err := NewEtcdClient(storageConfig)
+	electionClient, err := NewEtcdClient(resourceConfig.Config)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -35,8 +35,6 @@ import (
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	genericregistry "k8s.io/apiserver/pkg/registry/generic/registry"
 	"k8s.io/apiserver/pkg/storage/etcd3/testserver"
-	"k8s.io/apiserver/pkg/storage/storagebackend"
-	"k8s.io/apiserver/pkg/util/compatibility"
 	"k8s.io/component-base/metrics/legacyregistry"
 
 	"github.com/kube-events/events-apiserver/pkg/apis/core"
@@ -66,13 +64,7 @@ func TestHistoryPageReadsItsOwnLiveEvents(t *testing.T) {
 	)
 	ctx := genericapirequest.WithNamespace(t.Context(), namespace)
 	etcdClient := testserver.RunEtcd(t, nil)
-	storageConfig := *storagebackend.NewDefaultConfig(DefaultEtcdPathPrefix, nil)
-	storageConfig.Transport.ServerList = etcdClient.Endpoints()
-	factory := NewStorageFactory(storageConfig, StorageMediaType, compatibility.DefaultBuildEffectiveVersion())
-	resourceConfig, err := factory.NewConfig(core.Resource("events"), &core.Event{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	resourceConfig := eventsStorageConfig(t, etcdClient.Endpoints())
 	codec := resourceConfig.Codec
 
 	// One event every 10 ms back from a minute ago; every other one a

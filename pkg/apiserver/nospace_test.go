@@ -54,6 +54,20 @@ func (o fixedRESTOptions) GetRESTOptions(schema.GroupResource, runtime.Object) (
 	return generic.RESTOptions(o), nil
 }
 
+// eventsStorageConfig is the events' storage configuration, as the
+// server's storage factory makes it, on the etcd at endpoints.
+func eventsStorageConfig(t *testing.T, endpoints []string) *storagebackend.ConfigForResource {
+	t.Helper()
+	storageConfig := *storagebackend.NewDefaultConfig(DefaultEtcdPathPrefix, nil)
+	storageConfig.Transport.ServerList = endpoints
+	factory := NewStorageFactory(storageConfig, StorageMediaType, compatibility.DefaultBuildEffectiveVersion())
+	resourceConfig, err := factory.NewConfig(core.Resource("events"), &core.Event{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resourceConfig
+}
+
 // TestNoSpaceIsServiceUnavailable fills a real etcd with a small quota
 // until it raises NOSPACE, then writes through the events store: creates
 // and updates answer 503 with a Retry-After (a 500 without the wrapper),
@@ -63,14 +77,7 @@ func TestNoSpaceIsServiceUnavailable(t *testing.T) {
 	cfg.QuotaBackendBytes = 8 << 20
 	client := testserver.RunEtcd(t, cfg)
 
-	factory := NewStorageFactory(storagebackend.Config{
-		Type: storagebackend.StorageTypeETCD3, Prefix: DefaultEtcdPathPrefix,
-		Transport: storagebackend.TransportConfig{ServerList: client.Endpoints()},
-	}, StorageMediaType, compatibility.DefaultBuildEffectiveVersion())
-	resourceConfig, err := factory.NewConfig(core.Resource("events"), &core.Event{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	resourceConfig := eventsStorageConfig(t, client.Endpoints())
 	store, err := eventstorage.NewREST(Scheme, storageUnavailable{fixedRESTOptions{
 		StorageConfig: resourceConfig, Decorator: generic.UndecoratedStorage, ResourcePrefix: "events", DeleteCollectionWorkers: 1,
 	}}, time.Hour, nil)
