@@ -303,6 +303,11 @@ func (c *AggregatedCluster) startKubeAPIServer(assets string, certs *aggregatedC
 	if err := os.MkdirAll(apiServer.CertDir, 0o700); err != nil {
 		return err
 	}
+	log, err := os.Create(filepath.Join(c.Dir, "kube-apiserver.log"))
+	if err != nil {
+		return err
+	}
+	apiServer.Out, apiServer.Err = log, log
 	args := apiServer.Configure()
 	for flag, value := range map[string]string{
 		"requestheader-client-ca-file":       certs.frontProxyCA.CertFile,
@@ -335,7 +340,9 @@ func (c *AggregatedCluster) startKubeAPIServer(assets string, certs *aggregatedC
 // RestartKubeAPIServer stops kube-apiserver and starts it again on the same
 // port, etcd and keys (clients, tokens and our server's credentials stay
 // valid), with flags set on its command line; an empty value removes the
-// flag. It returns once kube-apiserver answers /healthz.
+// flag. It returns once kube-apiserver answers /healthz. Start kube-apiserver
+// with --shutdown-send-retry-after=true: without it, its watches hold its
+// stop for up to --request-timeout, longer than envtest waits.
 func (c *AggregatedCluster) RestartKubeAPIServer(flags map[string]string) error {
 	apiServer := c.Env.ControlPlane.APIServer
 	if err := apiServer.Stop(); err != nil {
