@@ -24,16 +24,21 @@ https://events-etcd-0.events-etcd-peer.events-apiserver.svc:2379,https://events-
 {{- end }}
 {{- end }}
 
+{{/* true in the modes where kube-apiserver keeps its events in the bundled etcd. */}}
+{{- define "events-apiserver.offload" -}}
+{{- if has .Values.mode (list "offload" "takeover") }}true{{ end }}
+{{- end }}
+
 {{/* Fails on combinations the overlays do not offer. */}}
 {{- define "events-apiserver.validate" -}}
-{{- if not (has .Values.mode (list "mirror" "offload")) }}
-{{- fail (printf "mode %q: want mirror or offload" .Values.mode) }}
+{{- if not (has .Values.mode (list "mirror" "offload" "takeover")) }}
+{{- fail (printf "mode %q: want mirror, offload or takeover" .Values.mode) }}
 {{- end }}
-{{- if and (eq .Values.mode "offload") (not .Values.etcd.bundled) }}
-{{- fail "mode offload needs etcd.bundled: kube-apiserver keeps its events in the bundled etcd" }}
+{{- if and (include "events-apiserver.offload" .) (not .Values.etcd.bundled) }}
+{{- fail (printf "mode %s needs etcd.bundled: kube-apiserver keeps its events in the bundled etcd" .Values.mode) }}
 {{- end }}
-{{- if and (eq .Values.mode "offload") (not .Values.certificates.certManager) }}
-{{- fail "mode offload needs certificates.certManager: its etcd certificates are signed by the cluster's etcd CA" }}
+{{- if and (include "events-apiserver.offload" .) (not .Values.certificates.certManager) }}
+{{- fail (printf "mode %s needs certificates.certManager: its etcd certificates are signed by the cluster's etcd CA" .Values.mode) }}
 {{- end }}
 {{- if and (not .Values.certificates.certManager) (not .Values.certificates.caBundle) }}
 {{- fail "certificates.certManager false needs certificates.caBundle" }}

@@ -216,6 +216,7 @@ components:
 	}{
 		{name: "default", overlay: filepath.Join(root, "artifacts", "overlays", "default")},
 		{name: "offload", overlay: filepath.Join(root, "artifacts", "overlays", "offload"), values: []string{"mode=offload", "history.enabled=false"}},
+		{name: "takeover", overlay: filepath.Join(root, "artifacts", "overlays", "takeover"), values: []string{"mode=takeover", "history.enabled=false"}},
 		{name: "external etcd", overlay: filepath.Join(root, "artifacts", "overlays", "external-etcd"), values: []string{"etcd.bundled=false", "history.enabled=false"}},
 		{name: "victorialogs cluster", overlay: filepath.Join(root, "artifacts", "overlays", "victorialogs-cluster"), values: []string{"history.layout=cluster"}},
 		{name: "kube v1 preferred", overlay: variant, values: []string{"kubeV1Preferred=true"}},
@@ -278,7 +279,8 @@ func TestChartRefuses(t *testing.T) {
 		{"offload with an external etcd", []string{"mode=offload", "etcd.bundled=false"}, "mode offload needs etcd.bundled"},
 		{"offload without cert-manager", []string{"mode=offload", "certificates.certManager=false", "certificates.caBundle=x"}, "mode offload needs certificates.certManager"},
 		{"no cert-manager and no caBundle", []string{"certificates.certManager=false"}, "needs certificates.caBundle"},
-		{"an unknown mode", []string{"mode=proxy"}, `mode "proxy": want mirror or offload`},
+		{"takeover with an external etcd", []string{"mode=takeover", "etcd.bundled=false"}, "mode takeover needs etcd.bundled"},
+		{"an unknown mode", []string{"mode=proxy"}, `mode "proxy": want mirror, offload or takeover`},
 		{"an unknown history layout", []string{"history.layout=replicated"}, `history.layout "replicated": want single or cluster`},
 	}
 	for _, tc := range cases {

@@ -145,6 +145,9 @@ type AggregatedClusterOptions struct {
 	// events in it (--etcd-servers) instead of the embedded etcd, so that
 	// both serve the same keys.
 	Offload bool
+	// KubeAPIServerFlags are set on kube-apiserver's command line, e.g.
+	// runtime-config.
+	KubeAPIServerFlags map[string]string
 	// Timeout bounds the whole start; 3 minutes when zero.
 	Timeout time.Duration
 }
@@ -191,13 +194,16 @@ func StartAggregatedCluster(o AggregatedClusterOptions) (c *AggregatedCluster, e
 	if err != nil {
 		return c, err
 	}
-	var kubeAPIServerFlags map[string]string
+	kubeAPIServerFlags := map[string]string{}
+	for flag, value := range o.KubeAPIServerFlags {
+		kubeAPIServerFlags[flag] = value
+	}
 	serverFlags := o.ExtraServerFlags
 	if o.Offload {
 		if c.EventsEtcd, err = RunEtcd(filepath.Join(assets, "etcd"), filepath.Join(dir, "events-etcd")); err != nil {
 			return c, fmt.Errorf("starting the events etcd: %w", err)
 		}
-		kubeAPIServerFlags = map[string]string{"etcd-servers-overrides": "/events#" + strings.Join(c.EventsEtcd.Endpoints, ";")}
+		kubeAPIServerFlags["etcd-servers-overrides"] = "/events#" + strings.Join(c.EventsEtcd.Endpoints, ";")
 		serverFlags = append([]string{"--etcd-servers=" + strings.Join(c.EventsEtcd.Endpoints, ",")}, serverFlags...)
 	}
 	if err := c.startKubeAPIServer(assets, certs, kubeAPIServerFlags); err != nil {
@@ -289,7 +295,20 @@ func (c *AggregatedCluster) startKubeAPIServer(assets string, certs *aggregatedC
 		return err
 	}
 	c.Env = &envtest.Environment{BinaryAssetsDirectory: assets}
-	args := c.Env.ControlPlane.GetAPIServer().Configure()
+	apiServer := c.Env.ControlPlane.GetAPIServer()
+	// A directory of ours, not a temporary one envtest removes on stop,
+	// keeps kube-apiserver's serving, client and ServiceAccount keys
+	// across RestartKubeAPIServer.
+	apiServer.CertDir = filepath.Join(c.Dir, "kube-apiserver")
+	if err := os.MkdirAll(apiServer.CertDir, 0o700); err != nil {
+		return err
+	}
+	log, err := os.Create(filepath.Join(c.Dir, "kube-apiserver.log"))
+	if err != nil {
+		return err
+	}
+	apiServer.Out, apiServer.Err = log, log
+	args := apiServer.Configure()
 	for flag, value := range map[string]string{
 		"requestheader-client-ca-file":       certs.frontProxyCA.CertFile,
 		"requestheader-allowed-names":        AggregatedFrontProxyUser,
@@ -316,6 +335,31 @@ func (c *AggregatedCluster) startKubeAPIServer(assets string, certs *aggregatedC
 	c.AdminConfig = cfg
 	c.Kubeconfig = filepath.Join(c.Dir, "admin.kubeconfig")
 	return os.WriteFile(c.Kubeconfig, c.Env.KubeConfig, 0o600)
+}
+
+// RestartKubeAPIServer stops kube-apiserver and starts it again on the same
+// port, etcd and keys (clients, tokens and our server's credentials stay
+// valid), with flags set on its command line; an empty value removes the
+// flag. It returns once kube-apiserver answers /healthz. Start kube-apiserver
+// with --shutdown-send-retry-after=true: without it, its watches hold its
+// stop for up to --request-timeout, longer than envtest waits.
+func (c *AggregatedCluster) RestartKubeAPIServer(flags map[string]string) error {
+	apiServer := c.Env.ControlPlane.APIServer
+	if err := apiServer.Stop(); err != nil {
+		return fmt.Errorf("stopping kube-apiserver: %w", err)
+	}
+	args := apiServer.Configure()
+	for flag, value := range flags {
+		if value == "" {
+			args.Disable(flag)
+			continue
+		}
+		args.Set(flag, value)
+	}
+	if err := apiServer.Start(); err != nil {
+		return fmt.Errorf("starting kube-apiserver again: %w", err)
+	}
+	return nil
 }
 
 // renderArtifacts builds a kustomize overlay with kubectl.
@@ -525,21 +569,9 @@ func (c *AggregatedCluster) register(ctx context.Context, objects []*unstructure
 		return fmt.Errorf("creating the ExternalName Service: %w", err)
 	}
 
-	var apiService *unstructured.Unstructured
-	for _, obj := range objects {
-		if obj.GetKind() == "APIService" && obj.GetName() == AggregatedAPIServiceName {
-			apiService = obj.DeepCopy()
-		}
-	}
-	if apiService == nil {
-		return fmt.Errorf("artifacts/overlays/default has no APIService %s", AggregatedAPIServiceName)
-	}
-	apiService.SetAnnotations(nil) // cert-manager's CA injection; we set caBundle ourselves.
-	if err := unstructured.SetNestedField(apiService.Object, int64(c.ServerPort), "spec", "service", "port"); err != nil {
-		return err
-	}
-	if err := unstructured.SetNestedField(apiService.Object, base64.StdEncoding.EncodeToString(c.ServingCA), "spec", "caBundle"); err != nil {
-		return err
+	apiService, err := c.apiServiceFrom(objects, AggregatedAPIServiceName)
+	if err != nil {
+		return fmt.Errorf("artifacts/overlays/default: %w", err)
 	}
 	dyn, err := dynamic.NewForConfig(c.AdminConfig)
 	if err != nil {
@@ -554,6 +586,43 @@ func (c *AggregatedCluster) register(ctx context.Context, objects []*unstructure
 		return err
 	}
 	return c.waitServed(ctx, dyn, disco, "after registration")
+}
+
+// OverlayAPIService is the APIService name of the kustomize overlay
+// artifacts/overlays/<overlay>, as this cluster registers it: pointing at
+// our port, with our caBundle instead of cert-manager's injection.
+func (c *AggregatedCluster) OverlayAPIService(ctx context.Context, repoRoot, overlay, name string) (*unstructured.Unstructured, error) {
+	objects, err := c.renderArtifacts(ctx, filepath.Join(repoRoot, "artifacts", "overlays", overlay))
+	if err != nil {
+		return nil, err
+	}
+	apiService, err := c.apiServiceFrom(objects, name)
+	if err != nil {
+		return nil, fmt.Errorf("artifacts/overlays/%s: %w", overlay, err)
+	}
+	return apiService, nil
+}
+
+// apiServiceFrom is the APIService name of objects, pointing at our port,
+// with our caBundle.
+func (c *AggregatedCluster) apiServiceFrom(objects []*unstructured.Unstructured, name string) (*unstructured.Unstructured, error) {
+	var apiService *unstructured.Unstructured
+	for _, obj := range objects {
+		if obj.GetKind() == "APIService" && obj.GetName() == name {
+			apiService = obj.DeepCopy()
+		}
+	}
+	if apiService == nil {
+		return nil, fmt.Errorf("no APIService %s", name)
+	}
+	apiService.SetAnnotations(nil) // cert-manager's CA injection; we set caBundle ourselves.
+	if err := unstructured.SetNestedField(apiService.Object, int64(c.ServerPort), "spec", "service", "port"); err != nil {
+		return nil, err
+	}
+	if err := unstructured.SetNestedField(apiService.Object, base64.StdEncoding.EncodeToString(c.ServingCA), "spec", "caBundle"); err != nil {
+		return nil, err
+	}
+	return apiService, nil
 }
 
 // registrationState is "" once the APIService is Available and discovery

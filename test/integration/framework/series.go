@@ -72,7 +72,7 @@ plugins:
 // write fails.
 func PatchSeries(ctx context.Context, t testing.TB, sink *events.EventSinkImpl, event *eventsv1.Event) {
 	t.Helper()
-	patch, err := seriesPatch(event)
+	patch, err := SeriesPatch(event)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +81,9 @@ func PatchSeries(ctx context.Context, t testing.TB, sink *events.EventSinkImpl, 
 	}
 }
 
-func seriesPatch(event *eventsv1.Event) ([]byte, error) {
+// SeriesPatch is the strategic merge patch client-go's tools/events recorder
+// sends for event's series: from event without its series to event.
+func SeriesPatch(event *eventsv1.Event) ([]byte, error) {
 	withoutSeries := event.DeepCopy()
 	withoutSeries.Series = nil
 	oldData, err := json.Marshal(withoutSeries)

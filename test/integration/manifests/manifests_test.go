@@ -41,6 +41,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/spf13/pflag"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -287,6 +288,25 @@ func TestOverlaysBuildAndPassServerDryRun(t *testing.T) {
 				expectOffload(t, objs)
 				expectCertManager(t, objs)
 				expectVersionPriority(t, objs, 20)
+			},
+		},
+		{
+			name: "takeover: offload, and events.k8s.io/v1 served by the server",
+			// Applied, as docs/takeover.md says, once kube-apiserver no
+			// longer serves events.k8s.io/v1: started so, it deletes its
+			// own APIService v1.events.k8s.io.
+			dir: func(t *testing.T, root string) string {
+				if stdout, stderr, err := c.run(nil, "delete", "apiservice", "v1.events.k8s.io"); err != nil {
+					t.Fatalf("kubectl delete apiservice v1.events.k8s.io: %v\n%s%s", err, stdout, stderr)
+				}
+				return artifactsDir("overlays", "takeover")(t, root)
+			},
+			check: func(t *testing.T, objs objects, _ string) {
+				expectBundledEtcd(t, objs)
+				expectOffload(t, objs)
+				expectCertManager(t, objs)
+				expectVersionPriority(t, objs, 20)
+				expectTakeover(t, objs)
 			},
 		},
 		{
@@ -758,6 +778,32 @@ func expectOffload(t *testing.T, objs objects) {
 	}
 	if slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, "--etcd-prefix=") }) {
 		t.Errorf("server args %q set --etcd-prefix; offload needs kube-apiserver's /registry", args)
+	}
+}
+
+// expectTakeover checks takeover mode: our v1.events.k8s.io beside
+// v1beta1, with kube-apiserver's priorities for v1, the same caBundle
+// injection, and not the label by which kube-apiserver manages (and, when
+// it does not serve v1, deletes) its own.
+func expectTakeover(t *testing.T, objs objects) {
+	t.Helper()
+	v1 := objs.find("APIService", "apiregistration.k8s.io", "v1.events.k8s.io")
+	if v1 == nil {
+		t.Fatal("takeover builds no APIService v1.events.k8s.io")
+	}
+	v1beta1 := objs.find("APIService", "apiregistration.k8s.io", apiServiceName)
+	service, _, _ := unstructured.NestedMap(v1.Object, "spec", "service")
+	wantService, _, _ := unstructured.NestedMap(v1beta1.Object, "spec", "service")
+	groupPriority, _, _ := unstructured.NestedInt64(v1.Object, "spec", "groupPriorityMinimum")
+	versionPriority, _, _ := unstructured.NestedInt64(v1.Object, "spec", "versionPriority")
+	if diff := cmp.Diff(
+		[]any{wantService, int64(17750), int64(kubeV1VersionPriority), v1beta1.GetAnnotations()["cert-manager.io/inject-ca-from"]},
+		[]any{service, groupPriority, versionPriority, v1.GetAnnotations()["cert-manager.io/inject-ca-from"]},
+	); diff != "" {
+		t.Errorf("APIService v1.events.k8s.io service, groupPriorityMinimum, versionPriority, inject-ca-from (-want +got):\n%s", diff)
+	}
+	if value, ok := v1.GetLabels()["kube-aggregator.kubernetes.io/automanaged"]; ok {
+		t.Errorf("APIService v1.events.k8s.io has label kube-aggregator.kubernetes.io/automanaged=%s: kube-apiserver would manage it", value)
 	}
 }
 
