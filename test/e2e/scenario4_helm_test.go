@@ -73,12 +73,16 @@ func TestHelmInstall(t *testing.T) {
 		{"events-apiserver-serving-cert", install, "tls"},
 		{"events-etcd-member", filepath.Join(install, "etcd"), "member"},
 		{"events-apiserver-etcd-client", filepath.Join(install, "etcd"), "client"},
+		{"events-victorialogs-tls", filepath.Join(install, "victorialogs"), "tls"},
 	} {
 		caFile := filepath.Join(s.dir, "ca.crt")
 		mustKubectl(t, ctx, "-n", serverNamespace, "create", "secret", "generic", s.name, "--type=kubernetes.io/tls",
 			"--from-file=tls.crt="+filepath.Join(s.dir, s.cert+".crt"), "--from-file=tls.key="+filepath.Join(s.dir, s.cert+".key"),
 			"--from-file=ca.crt="+caFile)
 	}
+	// The archive's password, where the chart's mounts read it.
+	mustKubectl(t, ctx, "-n", serverNamespace, "create", "secret", "generic", "events-victorialogs-auth",
+		"--from-file=tls.key="+filepath.Join(install, "victorialogs", "password"))
 	mustKubectl(t, ctx, "-n", serverNamespace, "rollout", "status", "statefulset/events-etcd", "--timeout=6m")
 	mustKubectl(t, ctx, "-n", serverNamespace, "rollout", "status", "statefulset/"+archiveStatefulSet, "--timeout=5m")
 	mustKubectl(t, ctx, "-n", serverNamespace, "rollout", "status", "deployment/events-apiserver", "--timeout=5m")

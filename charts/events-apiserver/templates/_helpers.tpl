@@ -69,21 +69,58 @@ app.kubernetes.io/name: events-vlstorage
 {{- end }}
 {{- end }}
 
-{{/* The probes of every victoria-logs container. */}}
+{{/* The port and probes of every victoria-logs container; /health asks for no credentials. */}}
 {{- define "events-apiserver.victorialogsProbes" -}}
+ports:
+- name: https
+  containerPort: 9428
+  protocol: TCP
 livenessProbe:
   httpGet:
-    port: http
+    scheme: HTTPS
+    port: https
     path: /health
   periodSeconds: 10
   timeoutSeconds: 5
   failureThreshold: 6
 readinessProbe:
   httpGet:
-    port: http
+    scheme: HTTPS
+    port: https
     path: /health
   periodSeconds: 5
   timeoutSeconds: 5
+{{- end }}
+
+{{/* The flags of every victoria-logs container: https, and the password of the user events-apiserver on every path but the health checks. */}}
+{{- define "events-apiserver.victorialogsServing" -}}
+- -tls
+- -tlsCertFile=/etc/victorialogs/tls/tls.crt
+- -tlsKeyFile=/etc/victorialogs/tls/tls.key
+- -httpAuth.username=events-apiserver
+- -httpAuth.password=file:///etc/victorialogs/auth/password
+{{- end }}
+
+{{/* The serving certificate and the password of every victoria-logs container. */}}
+{{- define "events-apiserver.victorialogsSecretMounts" -}}
+- name: tls
+  mountPath: /etc/victorialogs/tls
+  readOnly: true
+- name: auth
+  mountPath: /etc/victorialogs/auth
+  readOnly: true
+{{- end }}
+
+{{- define "events-apiserver.victorialogsSecretVolumes" -}}
+- name: tls
+  secret:
+    secretName: events-victorialogs-tls
+- name: auth
+  secret:
+    secretName: events-victorialogs-auth
+    items:
+    - key: tls.key
+      path: password
 {{- end }}
 
 {{/* The securityContext of every victoria-logs container. */}}

@@ -18,8 +18,12 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"maps"
 	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -57,6 +61,11 @@ type ArchiveOptions struct {
 	// ServiceFlushInterval is the service's -inmemoryDataFlushInterval,
 	// which the archiver waits out before it checkpoints.
 	ServiceFlushInterval time.Duration
+	// TLS verifies the service of Mode url over https and sets the client
+	// certificate; Auth authenticates to it. The client reads their files
+	// again while it runs, so that rotated Secrets take effect.
+	TLS  victorialogs.TLSConfig
+	Auth victorialogs.AuthConfig
 }
 
 func newArchiveOptions() ArchiveOptions {
@@ -74,6 +83,20 @@ func (a *ArchiveOptions) addFlags(fs *pflag.FlagSet) {
 		"With --archive=url it must match the service's -retentionPeriod.")
 	fs.DurationVar(&a.ServiceFlushInterval, "archive-service-flush-interval", a.ServiceFlushInterval, "The -inmemoryDataFlushInterval of the VictoriaLogs service of --archive=url: "+
 		"the archiver waits up to a minute and twice this for what it appended to be on disk before it gives up a checkpoint and appends again.")
+	const reread = " Read again at most once a second, so that a rotated Secret takes effect without a restart."
+	fs.StringVar(&a.TLS.CAFile, "archive-ca-file", a.TLS.CAFile, "PEM file of the CAs that sign the certificate of the VictoriaLogs service of --archive=url, "+
+		"which --archive-url (and --archive-select-url) then name with https; the system's roots when empty."+reread)
+	fs.StringVar(&a.TLS.CertFile, "archive-cert-file", a.TLS.CertFile, "PEM client certificate presented to the VictoriaLogs service of --archive=url when it asks for one "+
+		"(a proxy in front of it: open-source VictoriaLogs does not ask); needs --archive-key-file."+reread)
+	fs.StringVar(&a.TLS.KeyFile, "archive-key-file", a.TLS.KeyFile, "PEM private key of --archive-cert-file."+reread)
+	fs.StringVar(&a.TLS.ServerName, "archive-tls-server-name", a.TLS.ServerName, "Name the certificate of the VictoriaLogs service of --archive=url must hold, "+
+		"when it is not the host of --archive-url.")
+	fs.StringVar(&a.Auth.Username, "archive-username", a.Auth.Username, "User of HTTP basic authentication to the VictoriaLogs service of --archive=url "+
+		"(its -httpAuth.username); needs --archive-password-file.")
+	fs.StringVar(&a.Auth.PasswordFile, "archive-password-file", a.Auth.PasswordFile, "File holding the password of --archive-username (the service's -httpAuth.password); "+
+		"trailing white space is not part of it."+reread)
+	fs.StringVar(&a.Auth.BearerTokenFile, "archive-bearer-token-file", a.Auth.BearerTokenFile, "File holding a bearer token sent to the VictoriaLogs service of --archive=url, "+
+		"for a proxy in front of it that checks one (VictoriaLogs itself checks basic authentication only); instead of --archive-username."+reread)
 }
 
 // completed returns the options with the mode and the directory resolved
@@ -106,11 +129,48 @@ func (a *ArchiveOptions) validate() []error {
 	default:
 		errs = append(errs, fmt.Errorf("--archive must be embedded, url or none, got %q", a.Mode))
 	}
+	errs = append(errs, a.validateSecurity()...)
 	if a.ServiceFlushInterval <= 0 {
 		errs = append(errs, fmt.Errorf("--archive-service-flush-interval must be positive, got %v", a.ServiceFlushInterval))
 	}
 	if a.Mode != ArchiveNone && a.Mode != "" && a.Retention < 24*time.Hour {
 		errs = append(errs, fmt.Errorf("--archive-retention must be at least 24h, got %v", a.Retention))
+	}
+	return errs
+}
+
+// validateSecurity checks the TLS and authentication flags: for
+// --archive=url only, TLS with https URLs, and settings that go together.
+// The files are read when the archive opens.
+func (a *ArchiveOptions) validateSecurity() []error {
+	set := map[string]string{
+		"--archive-ca-file": a.TLS.CAFile, "--archive-cert-file": a.TLS.CertFile, "--archive-key-file": a.TLS.KeyFile,
+		"--archive-tls-server-name": a.TLS.ServerName, "--archive-username": a.Auth.Username,
+		"--archive-password-file": a.Auth.PasswordFile, "--archive-bearer-token-file": a.Auth.BearerTokenFile,
+	}
+	var errs []error
+	if a.Mode != ArchiveURL {
+		for _, name := range slices.Sorted(maps.Keys(set)) {
+			if set[name] != "" {
+				errs = append(errs, fmt.Errorf("%s applies to --archive=url only", name))
+			}
+		}
+		return errs
+	}
+	tlsSet := a.TLS != (victorialogs.TLSConfig{})
+	for _, u := range []struct{ flag, value string }{{"--archive-url", a.URL}, {"--archive-select-url", a.SelectURL}} {
+		if tlsSet && u.value != "" && !strings.HasPrefix(u.value, "https://") {
+			errs = append(errs, fmt.Errorf("%s must be an https URL with --archive-ca-file, --archive-cert-file or --archive-tls-server-name, got %q", u.flag, u.value))
+		}
+	}
+	if (a.TLS.CertFile == "") != (a.TLS.KeyFile == "") {
+		errs = append(errs, errors.New("--archive-cert-file and --archive-key-file go together"))
+	}
+	if (a.Auth.Username == "") != (a.Auth.PasswordFile == "") {
+		errs = append(errs, errors.New("--archive-username and --archive-password-file go together"))
+	}
+	if a.Auth.PasswordFile != "" && a.Auth.BearerTokenFile != "" {
+		errs = append(errs, errors.New("--archive-bearer-token-file replaces --archive-username and --archive-password-file: set one or the other"))
 	}
 	return errs
 }
@@ -128,7 +188,8 @@ func (a ArchiveOptions) config(compactionInterval time.Duration) *apiserver.Arch
 
 // open opens the archive of the options; the caller closes it.
 func (a ArchiveOptions) open(ctx context.Context) (archive.Archive, error) {
-	klog.FromContext(ctx).Info("Archiving events", "archive", a.Mode, "dir", a.Dir, "url", a.URL, "retention", a.Retention)
+	klog.FromContext(ctx).Info("Archiving events", "archive", a.Mode, "dir", a.Dir, "url", a.URL, "retention", a.Retention,
+		"caFile", a.TLS.CAFile, "username", a.Auth.Username, "bearerTokenFile", a.Auth.BearerTokenFile)
 	switch a.Mode {
 	case ArchiveEmbedded:
 		e, err := victorialogs.OpenEmbedded(ctx, victorialogs.EmbeddedConfig{Dir: a.Dir, Retention: a.Retention})
@@ -138,9 +199,9 @@ func (a ArchiveOptions) open(ctx context.Context) (archive.Archive, error) {
 		return e, nil
 	case ArchiveURL:
 		h, err := victorialogs.NewHTTP(victorialogs.HTTPConfig{URL: a.URL, SelectURL: a.SelectURL,
-			Retention: a.Retention, FlushInterval: a.ServiceFlushInterval})
+			Retention: a.Retention, FlushInterval: a.ServiceFlushInterval, TLS: a.TLS, Auth: a.Auth})
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("opening the archive at %s: %w", a.URL, err)
 		}
 		return h, nil
 	default:

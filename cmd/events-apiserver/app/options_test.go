@@ -141,6 +141,47 @@ func TestValidate(t *testing.T) {
 	}
 }
 
+// TestValidateArchiveSecurity: the archive's TLS and authentication flags
+// are checked together, with the flags named; unset, plain http stays.
+func TestValidateArchiveSecurity(t *testing.T) {
+	url := []string{"--archive=url", "--archive-url=https://events-victorialogs:9428"}
+	tests := []struct {
+		name    string
+		args    []string
+		wantErr string
+	}{
+		{name: "plain http without TLS or credentials", args: []string{"--archive=url", "--archive-url=http://events-victorialogs:9428"}},
+		{name: "https with a CA and basic authentication", args: append(url, "--archive-ca-file=/tls/ca.crt", "--archive-username=events-apiserver", "--archive-password-file=/auth/password")},
+		{name: "https with a client certificate and a bearer token", args: append(url, "--archive-cert-file=/tls/tls.crt", "--archive-key-file=/tls/tls.key", "--archive-bearer-token-file=/auth/token")},
+		{name: "basic authentication over http", args: []string{"--archive=url", "--archive-url=http://events-victorialogs:9428", "--archive-username=u", "--archive-password-file=/p"}},
+		{
+			name:    "a CA with an http URL",
+			args:    []string{"--archive=url", "--archive-url=http://events-victorialogs:9428", "--archive-ca-file=/tls/ca.crt"},
+			wantErr: `--archive-url must be an https URL with --archive-ca-file, --archive-cert-file or --archive-tls-server-name, got "http://events-victorialogs:9428"`,
+		},
+		{
+			name:    "a server name with an http select URL",
+			args:    append(url, "--archive-select-url=http://vlselect:9428", "--archive-tls-server-name=events-victorialogs"),
+			wantErr: `--archive-select-url must be an https URL`,
+		},
+		{name: "a certificate without its key", args: append(url, "--archive-cert-file=/tls/tls.crt"), wantErr: "--archive-cert-file and --archive-key-file go together"},
+		{name: "a username without a password", args: append(url, "--archive-username=u"), wantErr: "--archive-username and --archive-password-file go together"},
+		{name: "a password without a username", args: append(url, "--archive-password-file=/p"), wantErr: "--archive-username and --archive-password-file go together"},
+		{
+			name:    "basic authentication and a bearer token",
+			args:    append(url, "--archive-username=u", "--archive-password-file=/p", "--archive-bearer-token-file=/t"),
+			wantErr: "--archive-bearer-token-file replaces --archive-username and --archive-password-file",
+		},
+		{name: "TLS for the embedded archive", args: []string{"--archive=embedded", "--archive-ca-file=/tls/ca.crt"}, wantErr: "--archive-ca-file applies to --archive=url only"},
+		{name: "credentials without an archive", args: []string{"--archive=none", "--archive-password-file=/p"}, wantErr: "--archive-password-file applies to --archive=url only"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			checkError(t, completed(t, tt.args...).Validate(), tt.wantErr)
+		})
+	}
+}
+
 func TestConfigWithoutEtcdAsksForRun(t *testing.T) {
 	t.Setenv("KUBERNETES_SERVICE_HOST", "")
 	o, err := parse(t, "--data-dir="+t.TempDir()).Complete()

@@ -89,6 +89,22 @@ limitations under the License.
 // A cluster's vlinsert keeps in memory what it cannot deliver to any
 // storage node until it can; Sync waits for it to arrive.
 //
+// # Security
+//
+// HTTP reaches the service over https when its URLs say so, verifying
+// the service's certificate against TLSConfig.CAFile, and authenticates
+// each request: basic authentication (the service's -httpAuth.username and
+// -httpAuth.password, which guard every path but /health and a few other
+// health checks, /internal/* included) or a bearer token for a proxy in
+// front. It reads the CA, client certificate and credential files again
+// at most once a second, as the service reads its own, so that rotated
+// Secrets take effect on both sides without a restart. A 401 or 403 fails
+// with archive.ErrUnavailable naming the credentials refused; a
+// certificate that does not verify, with the CA file it was checked
+// against. The open-source service cannot ask for client certificates
+// (-mtls is an enterprise flag): TLSConfig.CertFile serves a proxy that
+// does.
+//
 // # A storage node down
 //
 // vlselect answers 502 when it cannot reach every storage node (unless

@@ -20,6 +20,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -69,8 +70,14 @@ type HTTPConfig struct {
 	// ResponseTimeout bounds the wait for the service to connect and start
 	// an answer, when Client is nil; DefaultResponseTimeout when zero.
 	ResponseTimeout time.Duration
+	// TLS verifies a service reached over https (the URLs' scheme) and
+	// sets the certificate the client presents; it needs https URLs. It
+	// applies when Client is nil.
+	TLS TLSConfig
+	// Auth authenticates every request; none when empty.
+	Auth AuthConfig
 	// Client sends the requests; when nil, a client with a one-minute
-	// timeout and ResponseTimeout.
+	// timeout, ResponseTimeout and TLS.
 	Client *http.Client
 }
 
@@ -79,24 +86,33 @@ type HTTPConfig struct {
 // (/select/logsql/query): the same queries as Embedded.
 type HTTP struct {
 	cfg      HTTPConfig
+	auth     *authenticator
 	appended appendLog
 }
 
 var _ archive.Archive = &HTTP{}
 
-// NewHTTP returns the archive of the service cfg.URL names. It does not
-// contact the service.
+// NewHTTP returns the archive of the service cfg.URL names. It reads the
+// TLS and credential files once, and does not contact the service.
 func NewHTTP(cfg HTTPConfig) (*HTTP, error) {
 	for _, u := range []string{cfg.URL, cfg.SelectURL} {
 		if u == "" {
 			continue
 		}
-		if parsed, err := url.Parse(u); err != nil || parsed.Host == "" {
-			return nil, fmt.Errorf("archive URL %q is not an absolute URL", u)
+		parsed, err := url.Parse(u)
+		if err != nil || parsed.Host == "" || (parsed.Scheme != "http" && parsed.Scheme != "https") {
+			return nil, fmt.Errorf("archive URL %q is not an absolute http or https URL", u)
+		}
+		if cfg.TLS.enabled() && parsed.Scheme != "https" {
+			return nil, fmt.Errorf("archive URL %q: the TLS settings need an https URL", u)
 		}
 	}
 	if cfg.URL == "" {
 		return nil, errors.New("the archive service needs a URL")
+	}
+	auth, err := newAuthenticator(cfg.Auth)
+	if err != nil {
+		return nil, err
 	}
 	cfg.URL = strings.TrimSuffix(cfg.URL, "/")
 	if cfg.SelectURL == "" {
@@ -113,18 +129,24 @@ func NewHTTP(cfg HTTPConfig) (*HTTP, error) {
 		cfg.ResponseTimeout = DefaultResponseTimeout
 	}
 	if cfg.Client == nil {
-		cfg.Client = newClient(cfg.ResponseTimeout)
+		tlsConfig, err := newTLSConfig(cfg.TLS)
+		if err != nil {
+			return nil, err
+		}
+		cfg.Client = newClient(cfg.ResponseTimeout, tlsConfig)
 	}
-	return &HTTP{cfg: cfg}, nil
+	return &HTTP{cfg: cfg, auth: auth}, nil
 }
 
-// newClient is the default client: http.DefaultTransport's settings, with
-// connects and the start of each answer bounded by responseTimeout, and
-// each request by a minute.
-func newClient(responseTimeout time.Duration) *http.Client {
+// newClient is the default client: http.DefaultTransport's settings and
+// tlsConfig, with connects and the start of each answer (TLS handshakes
+// included) bounded by responseTimeout, and each request by a minute.
+func newClient(responseTimeout time.Duration, tlsConfig *tls.Config) *http.Client {
 	transport := http.DefaultTransport.(*http.Transport).Clone()
 	transport.DialContext = (&net.Dialer{Timeout: responseTimeout, KeepAlive: 30 * time.Second}).DialContext
+	transport.TLSHandshakeTimeout = responseTimeout
 	transport.ResponseHeaderTimeout = responseTimeout
+	transport.TLSClientConfig = tlsConfig
 	return &http.Client{Timeout: time.Minute, Transport: transport}
 }
 
@@ -139,11 +161,17 @@ func (h *HTTP) newRequest(ctx context.Context, base, path string, params url.Val
 	}
 	req.Header.Set("AccountID", strconv.FormatUint(uint64(h.cfg.AccountID), 10))
 	req.Header.Set("ProjectID", strconv.FormatUint(uint64(h.cfg.ProjectID), 10))
+	if err := h.auth.authenticate(req); err != nil {
+		// A credential file the server cannot read right now.
+		return nil, archive.Unavailable("%s %s: %w", req.Method, req.URL.Path, err)
+	}
 	return req, nil
 }
 
 // do sends req and returns the response of a 2xx answer. It fails with
-// archive.ErrUnavailable when the service cannot be reached or answers
+// archive.ErrUnavailable when the service cannot be reached (a TLS
+// handshake that fails included), refuses the credentials (401, 403:
+// also while a rotated password has reached one side only), or answers
 // 5xx (vlselect answers 502 when a storage node is down).
 func (h *HTTP) do(req *http.Request) (*http.Response, error) {
 	resp, err := h.cfg.Client.Do(req)
@@ -156,6 +184,9 @@ func (h *HTTP) do(req *http.Request) (*http.Response, error) {
 	defer resp.Body.Close()
 	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
 	err = fmt.Errorf("%s %s: %s: %s", req.Method, req.URL.Path, resp.Status, bytes.TrimSpace(msg))
+	if resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden {
+		return nil, archive.Unavailable("%s %s: %s: %s", req.Method, req.URL.Path, resp.Status, h.auth.refused())
+	}
 	if resp.StatusCode >= 500 || resp.StatusCode == http.StatusTooManyRequests {
 		return nil, archive.Unavailable("%w", err)
 	}

@@ -18,6 +18,8 @@ package victorialogs
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net/http"
@@ -65,16 +67,27 @@ type vlNode struct {
 	bin, addr, log string
 	args           []string
 	cmd            *exec.Cmd
+	// roots verify the node's certificate when it serves https.
+	roots *x509.CertPool
 }
 
 // startNode starts victoria-logs with args on a free port and waits until
 // it is healthy; the test stops it.
 func startNode(t *testing.T, bin string, args ...string) *vlNode {
 	t.Helper()
+	return startNodeWithRoots(t, bin, nil, args...)
+}
+
+// startNodeWithRoots starts victoria-logs as startNode does; with roots,
+// it serves https (args hold -tls and its files) with a certificate roots
+// verify.
+func startNodeWithRoots(t *testing.T, bin string, roots *x509.CertPool, args ...string) *vlNode {
+	t.Helper()
 	n := &vlNode{
-		bin:  bin,
-		addr: fmt.Sprintf("127.0.0.1:%d", freeport.Port(t)),
-		log:  filepath.Join(t.TempDir(), "victoria-logs.log"),
+		bin:   bin,
+		addr:  fmt.Sprintf("127.0.0.1:%d", freeport.Port(t)),
+		log:   filepath.Join(t.TempDir(), "victoria-logs.log"),
+		roots: roots,
 	}
 	n.args = append([]string{"-httpListenAddr=" + n.addr, "-loggerLevel=WARN"}, args...)
 	n.start(t)
@@ -88,7 +101,20 @@ func startNode(t *testing.T, bin string, args ...string) *vlNode {
 	return n
 }
 
-func (n *vlNode) url() string { return "http://" + n.addr }
+func (n *vlNode) url() string {
+	if n.roots != nil {
+		return "https://" + n.addr
+	}
+	return "http://" + n.addr
+}
+
+// healthClient reaches the node's /health, which needs no credentials.
+func (n *vlNode) healthClient() *http.Client {
+	if n.roots == nil {
+		return http.DefaultClient
+	}
+	return &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: n.roots, MinVersion: tls.VersionTLS12}}}
+}
 
 func (n *vlNode) start(t *testing.T) {
 	t.Helper()
@@ -102,8 +128,10 @@ func (n *vlNode) start(t *testing.T) {
 	if err := n.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	client := n.healthClient()
+	defer client.CloseIdleConnections()
 	err = wait.PollUntilContextTimeout(context.Background(), 20*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		resp, err := http.Get(n.url() + "/health")
+		resp, err := client.Get(n.url() + "/health")
 		if err != nil {
 			return false, nil
 		}
@@ -129,10 +157,17 @@ func (n *vlNode) kill(sig syscall.Signal) {
 var tenants atomic.Uint32
 
 func openService(t *testing.T, insertURL, selectURL string) archivetest.Engine {
+	return openSecuredService(t, insertURL, selectURL, TLSConfig{}, AuthConfig{})
+}
+
+// openSecuredService opens the service as openService does, with TLS and
+// credentials.
+func openSecuredService(t *testing.T, insertURL, selectURL string, tlsConfig TLSConfig, auth AuthConfig) archivetest.Engine {
 	a, err := NewHTTP(HTTPConfig{
 		URL: insertURL, SelectURL: selectURL,
 		AccountID: tenants.Add(1), ProjectID: 7,
 		Retention: serviceRetention, FlushInterval: serviceFlush,
+		TLS: tlsConfig, Auth: auth,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -158,17 +193,32 @@ func TestSingleNode(t *testing.T) {
 	}, archivetest.Options{})
 }
 
-// TestCluster runs the suite against a cluster: two storage nodes, a
-// vlinsert and a vlselect. Its StorageDown test kills a storage node
-// (SIGKILL), expects queries to fail, and restarts it on the same data.
+// TestCluster runs the suite against a cluster secured as the manifests
+// secure it: two storage nodes, a vlinsert and a vlselect, each serving
+// https and asking for basic authentication, the front reaching the
+// storage nodes over TLS with the same credentials. Its StorageDown test
+// kills a storage node (SIGKILL), expects queries to fail, and restarts it
+// on the same data.
 func TestCluster(t *testing.T) {
 	bin := victoriaLogsBinary(t)
-	storage := []*vlNode{startNode(t, bin, storageArgs(t)...), startNode(t, bin, storageArgs(t)...)}
-	nodes := "-storageNode=" + storage[0].addr + "," + storage[1].addr
-	insert := startNode(t, bin, nodes, "-select.disable")
-	sel := startNode(t, bin, nodes, "-insert.disable")
+	pki := newTestPKI(t)
+	serving := pki.serverAuth(t)
+	storage := []*vlNode{
+		startNodeWithRoots(t, bin, pki.roots(), append(storageArgs(t), serving...)...),
+		startNodeWithRoots(t, bin, pki.roots(), append(storageArgs(t), serving...)...),
+	}
+	front := append([]string{
+		"-storageNode=" + storage[0].addr + "," + storage[1].addr,
+		"-storageNode.tls", "-storageNode.tlsCAFile=" + pki.caFile,
+		"-storageNode.username=" + pki.username, "-storageNode.passwordFile=" + pki.passwordFile,
+	}, serving...)
+	insert := startNodeWithRoots(t, bin, pki.roots(), append(front, "-select.disable")...)
+	sel := startNodeWithRoots(t, bin, pki.roots(), append(front, "-insert.disable")...)
+	for _, n := range append(storage, insert, sel) {
+		expectUnauthorized(t, n, "/internal/select/query")
+	}
 	archivetest.Run(t, func(t *testing.T) archivetest.Engine {
-		return openService(t, insert.url(), sel.url())
+		return openSecuredService(t, insert.url(), sel.url(), pki.clientTLS(), pki.clientAuth())
 	}, archivetest.Options{
 		StopStorage: func(t *testing.T) func() {
 			storage[1].kill(syscall.SIGKILL)

@@ -30,7 +30,11 @@ package history
 
 import (
 	"context"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -51,15 +55,17 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/kube-events/events-apiserver/pkg/embedded/pki"
 	"github.com/kube-events/events-apiserver/test/freeport"
 	"github.com/kube-events/events-apiserver/test/harness"
 	"github.com/kube-events/events-apiserver/test/integration/framework"
 )
 
 // engines are the archives the tests run on: the embedded engine, a
-// single-node service and a cluster of two storage nodes behind one node
-// that inserts and selects, both run from the victoria-logs in
-// VICTORIALOGS_ASSETS (hack/victorialogs-assets.sh).
+// single-node service over plain http and a cluster of two storage nodes
+// behind one node that inserts and selects, secured as the manifests
+// secure it (TLS and basic authentication on every hop), both run from the
+// victoria-logs in VICTORIALOGS_ASSETS (hack/victorialogs-assets.sh).
 var engines = []string{"embedded", "service", "cluster"}
 
 // archiveArgs are the server flags of engine; a service is started for
@@ -73,14 +79,65 @@ func archiveArgs(t *testing.T, engine string) []string {
 		url := startVictoriaLogs(t, "-storageDataPath="+t.TempDir(), "-retentionPeriod=30d", "-inmemoryDataFlushInterval=1s")
 		return []string{"--archive=url", "--archive-url=" + url, "--archive-service-flush-interval=1s"}
 	default:
+		sec := newArchiveSecurity(t)
 		var nodes []string
 		for range 2 {
-			url := startVictoriaLogs(t, "-storageDataPath="+t.TempDir(), "-retentionPeriod=30d", "-inmemoryDataFlushInterval=1s")
-			nodes = append(nodes, strings.TrimPrefix(url, "http://"))
+			url := startSecuredVictoriaLogs(t, sec, "-storageDataPath="+t.TempDir(), "-retentionPeriod=30d", "-inmemoryDataFlushInterval=1s")
+			nodes = append(nodes, strings.TrimPrefix(url, "https://"))
 		}
-		url := startVictoriaLogs(t, "-storageNode="+strings.Join(nodes, ","))
-		return []string{"--archive=url", "--archive-url=" + url, "--archive-service-flush-interval=1s"}
+		url := startSecuredVictoriaLogs(t, sec, "-storageNode="+strings.Join(nodes, ","),
+			"-storageNode.tls", "-storageNode.tlsCAFile="+sec.caFile,
+			"-storageNode.username="+archiveUser, "-storageNode.passwordFile="+sec.passwordFile)
+		return []string{"--archive=url", "--archive-url=" + url, "--archive-service-flush-interval=1s",
+			"--archive-ca-file=" + sec.caFile, "--archive-username=" + archiveUser, "--archive-password-file=" + sec.passwordFile}
 	}
+}
+
+// archiveUser is the basic authentication user, as in the manifests.
+const archiveUser = "events-apiserver"
+
+// archiveSecurity is a CA, a serving certificate it signed for 127.0.0.1,
+// and a password, in files.
+type archiveSecurity struct {
+	roots                     *x509.CertPool
+	caFile, certFile, keyFile string
+	passwordFile              string
+}
+
+func newArchiveSecurity(t *testing.T) archiveSecurity {
+	t.Helper()
+	dir := t.TempDir()
+	now := time.Now()
+	ca, err := pki.EnsureCA(dir, "ca", "archive-ca", now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	serving, err := ca.EnsureCert(dir, "tls", pki.Spec{
+		CommonName: "events-victorialogs", IPs: []net.IP{net.IPv4(127, 0, 0, 1)},
+		Usages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sec := archiveSecurity{roots: x509.NewCertPool(), caFile: ca.CertFile, certFile: serving.CertFile, keyFile: serving.KeyFile,
+		passwordFile: filepath.Join(dir, "password")}
+	sec.roots.AddCert(ca.Cert)
+	if err := os.WriteFile(sec.passwordFile, []byte(rand.Text()+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return sec
+}
+
+// startSecuredVictoriaLogs runs victoria-logs with args, serving https
+// with sec's certificate and asking for sec's password, and returns its
+// URL once it is healthy.
+func startSecuredVictoriaLogs(t *testing.T, sec archiveSecurity, args ...string) string {
+	t.Helper()
+	url, _ := runVictoriaLogsWithRoots(t, sec.roots, append([]string{
+		"-tls", "-tlsCertFile=" + sec.certFile, "-tlsKeyFile=" + sec.keyFile,
+		"-httpAuth.username=" + archiveUser, "-httpAuth.password=file://" + sec.passwordFile,
+	}, args...)...)
+	return url
 }
 
 // startVictoriaLogs runs victoria-logs with args until the test ends and
@@ -94,6 +151,13 @@ func startVictoriaLogs(t *testing.T, args ...string) string {
 // runVictoriaLogs is startVictoriaLogs that also returns a function that
 // kills the process (SIGKILL) before the test ends.
 func runVictoriaLogs(t *testing.T, args ...string) (string, func()) {
+	t.Helper()
+	return runVictoriaLogsWithRoots(t, nil, args...)
+}
+
+// runVictoriaLogsWithRoots is runVictoriaLogs for a node that serves https
+// (args hold -tls) with a certificate roots verify, when roots is set.
+func runVictoriaLogsWithRoots(t *testing.T, roots *x509.CertPool, args ...string) (string, func()) {
 	t.Helper()
 	dir := os.Getenv("VICTORIALOGS_ASSETS")
 	if dir == "" {
@@ -129,9 +193,15 @@ func runVictoriaLogs(t *testing.T, args ...string) (string, func()) {
 			t.Logf("victoria-logs %v:\n%s", args, data)
 		}
 	})
-	url := "http://" + addr
+	url, client := "http://"+addr, http.DefaultClient
+	if roots != nil {
+		// /health asks for no credentials.
+		url = "https://" + addr
+		client = &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}}}
+		defer client.CloseIdleConnections()
+	}
 	err = wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		resp, err := http.Get(url + "/health")
+		resp, err := client.Get(url + "/health")
 		if err != nil {
 			return false, nil
 		}

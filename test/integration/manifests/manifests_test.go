@@ -266,6 +266,7 @@ func TestOverlaysBuildAndPassServerDryRun(t *testing.T) {
 				expectCertManager(t, objs)
 				expectVersionPriority(t, objs, 20)
 				expectArchiveSingleNode(t, objs)
+				expectArchiveCertManager(t, objs, archiveSingleNodeNames)
 			},
 		},
 		{
@@ -275,6 +276,7 @@ func TestOverlaysBuildAndPassServerDryRun(t *testing.T) {
 				expectBundledEtcd(t, objs)
 				expectCertManager(t, objs)
 				expectArchiveCluster(t, objs, 2)
+				expectArchiveCertManager(t, objs, archiveClusterNames)
 				if objs.find("StatefulSet", "apps", "events-victorialogs") != nil {
 					t.Error("the cluster overlay keeps the single node")
 				}
@@ -338,6 +340,17 @@ func TestOverlaysBuildAndPassServerDryRun(t *testing.T) {
 				expectScriptCerts(t, objs, dir)
 				expectScriptEtcdCerts(t, objs, dir)
 				expectVersionPriority(t, objs, 20)
+				expectArchiveSingleNode(t, objs)
+				expectScriptArchiveCerts(t, objs, dir, archiveSingleNodeNames)
+			},
+		},
+		{
+			name: "hack/gen-serving-cert.sh on victorialogs-cluster",
+			dir:  generatedServingCert("victorialogs-cluster"),
+			check: func(t *testing.T, objs objects, dir string) {
+				expectScriptCerts(t, objs, dir)
+				expectArchiveCluster(t, objs, 2)
+				expectScriptArchiveCerts(t, objs, dir, archiveClusterNames)
 			},
 		},
 		{
@@ -348,6 +361,9 @@ func TestOverlaysBuildAndPassServerDryRun(t *testing.T) {
 				expectScriptCerts(t, objs, dir)
 				if objs.find("Secret", "", "events-etcd-member") != nil {
 					t.Error("the script makes the bundled etcd's certificates for external-etcd")
+				}
+				if objs.find("Secret", "", archiveAuthSecret) != nil {
+					t.Error("the script makes the archive's password for external-etcd, which has no archive")
 				}
 			},
 		},
@@ -1134,8 +1150,8 @@ func expectArchiveService(t *testing.T, objs objects, spec corev1.PodTemplateSpe
 		t.Fatal("no archive Service " + archiveService)
 	}
 	svc := typed[corev1.Service](t, svcObj)
-	if len(svc.Spec.Ports) != 1 || svc.Spec.Ports[0].Port != 9428 || svc.Spec.Ports[0].TargetPort.String() != "http" {
-		t.Errorf("archive Service ports = %+v, want 9428 -> http", svc.Spec.Ports)
+	if len(svc.Spec.Ports) != 1 || svc.Spec.Ports[0].Port != 9428 || svc.Spec.Ports[0].TargetPort.String() != "https" {
+		t.Errorf("archive Service ports = %+v, want 9428 -> https", svc.Spec.Ports)
 	}
 	for k, v := range svc.Spec.Selector {
 		if spec.Labels[k] != v {
@@ -1150,10 +1166,186 @@ func expectArchiveService(t *testing.T, objs objects, spec corev1.PodTemplateSpe
 	if ctr.LivenessProbe == nil || ctr.ReadinessProbe == nil {
 		t.Error("victoria-logs lacks liveness or readiness probe")
 	}
+	expectArchiveServesTLSWithAuth(t, "the archive's front", spec)
 	if objs.find("NetworkPolicy", "networking.k8s.io", archiveService) == nil {
 		t.Error("no NetworkPolicy for the archive")
 	}
+	expectServerReachesArchiveSecured(t, objs)
 	return ctr
+}
+
+// The archive's Secrets: VictoriaLogs' serving certificate (with the CA as
+// ca.crt) and the basic authentication password (tls.key).
+const (
+	archiveTLSSecret  = "events-victorialogs-tls"
+	archiveAuthSecret = "events-victorialogs-auth"
+)
+
+// expectArchiveServesTLSWithAuth checks a victoria-logs pod template: https
+// with the certificate of archiveTLSSecret, basic authentication with the
+// password of archiveAuthSecret, and probes over https (/health asks for
+// no credentials).
+func expectArchiveServesTLSWithAuth(t *testing.T, what string, spec corev1.PodTemplateSpec) {
+	t.Helper()
+	ctr := spec.Spec.Containers[0]
+	for _, arg := range []string{
+		"-tls", "-tlsCertFile=/etc/victorialogs/tls/tls.crt", "-tlsKeyFile=/etc/victorialogs/tls/tls.key",
+		"-httpAuth.username=events-apiserver", "-httpAuth.password=file:///etc/victorialogs/auth/password",
+	} {
+		if !slices.Contains(ctr.Args, arg) {
+			t.Errorf("%s args %q lack %q", what, ctr.Args, arg)
+		}
+	}
+	for _, probe := range []*corev1.Probe{ctr.LivenessProbe, ctr.ReadinessProbe} {
+		if probe == nil || probe.HTTPGet == nil || probe.HTTPGet.Scheme != corev1.URISchemeHTTPS || probe.HTTPGet.Path != "/health" {
+			t.Errorf("%s probe %+v, want GET /health over https", what, probe)
+		}
+	}
+	expectSecretMounted(t, what, spec, "/etc/victorialogs/tls", archiveTLSSecret, nil)
+	expectSecretMounted(t, what, spec, "/etc/victorialogs/auth", archiveAuthSecret, map[string]string{"tls.key": "password"})
+}
+
+// expectSecretMounted checks that the pod's first container mounts secret
+// at dir, with exactly the keys items maps to files (all keys when nil).
+func expectSecretMounted(t *testing.T, what string, spec corev1.PodTemplateSpec, dir, secret string, items map[string]string) {
+	t.Helper()
+	for _, m := range spec.Spec.Containers[0].VolumeMounts {
+		if m.MountPath != dir {
+			continue
+		}
+		for _, v := range spec.Spec.Volumes {
+			if v.Name != m.Name {
+				continue
+			}
+			if v.Secret == nil || v.Secret.SecretName != secret {
+				t.Errorf("%s mounts %+v at %s, want the Secret %s", what, v.VolumeSource, dir, secret)
+				return
+			}
+			got := map[string]string{}
+			for _, item := range v.Secret.Items {
+				got[item.Key] = item.Path
+			}
+			if items == nil {
+				items = map[string]string{}
+			}
+			if diff := cmp.Diff(items, got); diff != "" {
+				t.Errorf("%s: the Secret %s's items at %s (-want +got):\n%s", what, secret, dir, diff)
+			}
+			return
+		}
+	}
+	t.Errorf("%s mounts nothing at %s (the Secret %s)", what, dir, secret)
+}
+
+// expectServerReachesArchiveSecured checks the server's side: https with
+// the archive's CA, and the password, from volumes that hold nothing else
+// (never VictoriaLogs' serving key).
+func expectServerReachesArchiveSecured(t *testing.T, objs objects) {
+	t.Helper()
+	dep := typed[appsv1.Deployment](t, objs.find("Deployment", "apps", "events-apiserver"))
+	args := dep.Spec.Template.Spec.Containers[0].Args
+	for _, arg := range []string{
+		"--archive=url",
+		"--archive-url=https://" + archiveService + "." + namespace + ".svc:9428",
+		"--archive-ca-file=/var/run/events-apiserver/archive-ca/ca.crt",
+		"--archive-username=events-apiserver",
+		"--archive-password-file=/var/run/events-apiserver/archive-auth/password",
+	} {
+		if !slices.Contains(args, arg) {
+			t.Errorf("server args %q lack %q", args, arg)
+		}
+	}
+	expectSecretMounted(t, "the server", dep.Spec.Template, "/var/run/events-apiserver/archive-ca", archiveTLSSecret, map[string]string{"ca.crt": "ca.crt"})
+	expectSecretMounted(t, "the server", dep.Spec.Template, "/var/run/events-apiserver/archive-auth", archiveAuthSecret, map[string]string{"tls.key": "password"})
+}
+
+// expectArchiveCertManager checks the cert-manager objects of the archive:
+// a serving certificate for every name the server and the front dial,
+// signed by the archive's own CA, and the password's certificate, whose
+// key stays across renewals.
+func expectArchiveCertManager(t *testing.T, objs objects, names []string) {
+	t.Helper()
+	tlsCert := objs.find("Certificate", "cert-manager.io", archiveTLSSecret)
+	if tlsCert == nil {
+		t.Fatal("no Certificate " + archiveTLSSecret)
+	}
+	if issuer, _, _ := unstructured.NestedString(tlsCert.Object, "spec", "issuerRef", "name"); issuer != "events-victorialogs-ca" {
+		t.Errorf("Certificate %s is issued by %q, want events-victorialogs-ca", archiveTLSSecret, issuer)
+	}
+	issuer := objs.find("Issuer", "cert-manager.io", "events-victorialogs-ca")
+	caCert := objs.find("Certificate", "cert-manager.io", "events-victorialogs-ca")
+	if issuer == nil || caCert == nil {
+		t.Fatal("no Issuer or CA Certificate events-victorialogs-ca")
+	}
+	if secret, _, _ := unstructured.NestedString(issuer.Object, "spec", "ca", "secretName"); secret != "events-victorialogs-ca" {
+		t.Errorf("Issuer events-victorialogs-ca signs with Secret %q, want events-victorialogs-ca", secret)
+	}
+	if isCA, _, _ := unstructured.NestedBool(caCert.Object, "spec", "isCA"); !isCA {
+		t.Error("Certificate events-victorialogs-ca is not isCA")
+	}
+	dnsNames, _, _ := unstructured.NestedStringSlice(tlsCert.Object, "spec", "dnsNames")
+	for _, name := range names {
+		if !slices.ContainsFunc(dnsNames, func(pattern string) bool { return matchesDNSName(pattern, name) }) {
+			t.Errorf("Certificate %s dnsNames %q do not cover %s", archiveTLSSecret, dnsNames, name)
+		}
+	}
+	auth := objs.find("Certificate", "cert-manager.io", archiveAuthSecret)
+	if auth == nil {
+		t.Fatal("no Certificate " + archiveAuthSecret)
+	}
+	if secret, _, _ := unstructured.NestedString(auth.Object, "spec", "secretName"); secret != archiveAuthSecret {
+		t.Errorf("Certificate %s writes Secret %q, want %s", archiveAuthSecret, secret, archiveAuthSecret)
+	}
+	if policy, _, _ := unstructured.NestedString(auth.Object, "spec", "privateKey", "rotationPolicy"); policy != "Never" {
+		t.Errorf("Certificate %s privateKey.rotationPolicy %q, want Never (the password stays across renewals)", archiveAuthSecret, policy)
+	}
+}
+
+// expectScriptArchiveCerts checks hack/gen-serving-cert.sh's archive
+// Secrets: the serving certificate verifies against victorialogs/ca.crt for
+// every name dialed, and the password is victorialogs/password.
+func expectScriptArchiveCerts(t *testing.T, objs objects, dir string, names []string) {
+	t.Helper()
+	caFile, err := os.ReadFile(filepath.Join(dir, "victorialogs", "ca.crt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	roots := x509.NewCertPool()
+	if !roots.AppendCertsFromPEM(caFile) {
+		t.Fatal("victorialogs/ca.crt holds no PEM certificate")
+	}
+	tlsObj := objs.find("Secret", "", archiveTLSSecret)
+	if tlsObj == nil {
+		t.Fatal("no Secret " + archiveTLSSecret)
+	}
+	tlsSecret := typed[corev1.Secret](t, tlsObj)
+	if !bytes.Equal(tlsSecret.Data["ca.crt"], caFile) {
+		t.Errorf("Secret %s ca.crt is not %s/victorialogs/ca.crt", archiveTLSSecret, dir)
+	}
+	block, _ := pem.Decode(tlsSecret.Data["tls.crt"])
+	if block == nil || len(tlsSecret.Data["tls.key"]) == 0 {
+		t.Fatalf("Secret %s lacks tls.crt or tls.key", archiveTLSSecret)
+	}
+	serving, err := x509.ParseCertificate(block.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range names {
+		if _, err := serving.Verify(x509.VerifyOptions{Roots: roots, DNSName: name, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}); err != nil {
+			t.Errorf("VictoriaLogs' serving certificate does not verify for %s: %v", name, err)
+		}
+	}
+	authObj := objs.find("Secret", "", archiveAuthSecret)
+	if authObj == nil {
+		t.Fatal("no Secret " + archiveAuthSecret)
+	}
+	password, err := os.ReadFile(filepath.Join(dir, "victorialogs", "password"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := typed[corev1.Secret](t, authObj).Data["tls.key"]; len(bytes.TrimSpace(got)) < 32 || !bytes.Equal(got, password) {
+		t.Errorf("Secret %s tls.key is %d bytes, want %s/victorialogs/password (at least 32 bytes)", archiveAuthSecret, len(got), dir)
+	}
 }
 
 // expectArchiveStorage checks a StatefulSet that keeps archive data: a
@@ -1167,7 +1359,9 @@ func expectArchiveStorage(t *testing.T, sts *appsv1.StatefulSet) {
 			t.Errorf("%s args %q lack %q", sts.Name, ctr.Args, arg)
 		}
 	}
-	if len(sts.Spec.VolumeClaimTemplates) != 1 || len(ctr.VolumeMounts) != 1 ||
+	// The claim at the data path; the other mounts are the TLS and
+	// password Secrets (expectArchiveServesTLSWithAuth).
+	if len(sts.Spec.VolumeClaimTemplates) != 1 || len(ctr.VolumeMounts) == 0 ||
 		ctr.VolumeMounts[0].Name != sts.Spec.VolumeClaimTemplates[0].Name || ctr.VolumeMounts[0].MountPath != "/victoria-logs-data" {
 		t.Errorf("%s: claims %d, mounts %+v; want its claim at /victoria-logs-data", sts.Name, len(sts.Spec.VolumeClaimTemplates), ctr.VolumeMounts)
 	}
@@ -1189,6 +1383,18 @@ func expectArchiveSingleNode(t *testing.T, objs objects) {
 	expectArchiveService(t, objs, sts.Spec.Template)
 	expectArchiveStorage(t, sts)
 }
+
+// The names the server dials (the archive's address) and, in a cluster,
+// the front dials (each storage node's), which the serving certificate
+// must hold.
+var (
+	archiveSingleNodeNames = []string{archiveService + "." + namespace + ".svc"}
+	archiveClusterNames    = []string{
+		archiveService + "." + namespace + ".svc",
+		"events-vlstorage-0.events-vlstorage." + namespace + ".svc",
+		"events-vlstorage-1.events-vlstorage." + namespace + ".svc",
+	}
+)
 
 func expectArchiveCluster(t *testing.T, objs objects, nodes int) {
 	t.Helper()
@@ -1219,6 +1425,16 @@ func expectArchiveCluster(t *testing.T, objs objects, nodes int) {
 	if arg := "-storageNode=" + strings.Join(want, ","); !slices.Contains(ctr.Args, arg) {
 		t.Errorf("front args %q lack %q", ctr.Args, arg)
 	}
+	// The front reaches every storage node over TLS with the password.
+	for _, arg := range []string{
+		"-storageNode.tls", "-storageNode.tlsCAFile=/etc/victorialogs/tls/ca.crt",
+		"-storageNode.username=events-apiserver", "-storageNode.passwordFile=/etc/victorialogs/auth/password",
+	} {
+		if !slices.Contains(ctr.Args, arg) {
+			t.Errorf("front args %q lack %q", ctr.Args, arg)
+		}
+	}
+	expectArchiveServesTLSWithAuth(t, "the storage nodes", sts.Spec.Template)
 	for _, arg := range []string{"-insert.disable", "-select.disable", "-search.allowPartialResponse"} {
 		for _, a := range ctr.Args {
 			if strings.HasPrefix(a, arg) {
