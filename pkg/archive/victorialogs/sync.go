@@ -221,14 +221,19 @@ func (p *probe) status() string {
 	return span + ": no answer"
 }
 
-// count runs query, which answers one row with a number n, into *n.
+// count runs query, which answers one row with a number n, into *n; a
+// query that fails leaves *n as it was.
 func (p *probe) count(ctx context.Context, r runner, query string, n *int) error {
-	*n = -1 // no answer row is no answer
-	return r.run(ctx, query, func(row map[string]string) error {
-		v, err := strconv.Atoi(row["n"])
-		*n = v
+	answer := -1 // no answer row is no answer
+	err := r.run(ctx, query, func(row map[string]string) (err error) {
+		answer, err = strconv.Atoi(row["n"])
 		return err
 	})
+	if err != nil {
+		return err
+	}
+	*n = answer
+	return nil
 }
 
 // appendLog is what was appended since the last Sync began, for the Syncs
