@@ -79,13 +79,17 @@ limitations under the License.
 // Neither engine writes to disk per append: the library keeps appended rows
 // in memory and writes them within its flush interval (Embedded: at least
 // a second; a service: -inmemoryDataFlushInterval, 5 s by default), later
-// on a busy machine. Embedded's Sync waits for that bound. HTTP's Sync
-// checks instead: it waits until every state appended since the last Sync
-// is visible and every block holding one is in a file part (LogsQL's
-// block_stats names one), so that a checkpoint taken after Sync survives
-// a crash of the service; the tests kill victoria-logs and a storage node
-// with SIGKILL under load and find every row. A state lost in a crash
-// before Sync never shows, Sync fails, and the archiver appends it again.
+// on a busy machine. Sync (both engines) waits until every state appended
+// since the last Sync is visible and every block holding one is in a file
+// part (LogsQL's block_stats names one), so that a checkpoint taken after
+// Sync survives a crash of the engine; the tests kill victoria-logs and a
+// storage node with SIGKILL under load and find every row. A state lost
+// in a crash before Sync never shows, Sync fails, and the archiver appends
+// it again. A failed Sync gives the next one the states it did not find on
+// disk, and a Sync checks its states by resourceVersion ranges of at most
+// 100,000, each with queries of bounded memory: one count of a backlog of
+// a million states (a relist, an outage) would need more than the engine
+// grants a query, and every Sync after it would fail too.
 // A cluster's vlinsert keeps in memory what it cannot deliver to any
 // storage node until it can; Sync waits for it to arrive.
 //

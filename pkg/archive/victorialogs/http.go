@@ -239,9 +239,10 @@ func (h *HTTP) Append(ctx context.Context, records []archive.Record) error {
 
 // Sync asks the service to flush what it buffers (/internal/force_flush:
 // a vlinsert sends its buffers to the storage nodes) and waits until
-// every state appended since the last Sync began is visible (one query
-// counts them) and on disk (block_stats names a file part for each block
-// that holds one of them; a block of an in-memory part has none). A state
+// every state appended since the last Sync began is visible (counted by
+// resourceVersion ranges) and on disk (block_stats names a file part for
+// each block that holds one of them; a block of an in-memory part has
+// none). A state
 // the service lost (a storage node killed before its flush) never becomes
 // visible: Sync then fails after a minute (and twice FlushInterval), and
 // the archiver appends it again.

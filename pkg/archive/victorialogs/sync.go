@@ -17,8 +17,10 @@ limitations under the License.
 package victorialogs
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"hash/maphash"
 	"slices"
 	"strconv"
 	"strings"
@@ -30,13 +32,60 @@ import (
 	"github.com/kube-events/events-apiserver/pkg/archive"
 )
 
+// maxStatesPerProbe bounds the states one query of a Sync counts. The
+// engine refuses a count_uniq whose set of values outgrows 40 % of its
+// memory budget: at the embedded engine's 64 MiB, between 400,000 and
+// 500,000 states of (uid, rv). A Sync therefore verifies its states by
+// ranges of resourceVersions of at most this many states (more only when
+// one resourceVersion holds more), whatever its backlog.
+const maxStatesPerProbe = 100_000
+
+// maxProbeNamespacesBytes bounds the list of namespaces a probe names: a
+// service refuses a query longer than its -search.maxQueryLen (16 KiB by
+// default). A probe of states in more namespaces selects by time and
+// resourceVersion alone.
+const maxProbeNamespacesBytes = 4 << 10
+
+// uidSeed seeds the hashes of the UIDs of unsynced states.
+var uidSeed = maphash.MakeSeed()
+
+// state is an appended state as a Sync looks for it, in 32 bytes: a
+// backlog of a million states costs 32 MB.
+type state struct {
+	rv uint64
+	// uid is a hash of the UID: two states of one resourceVersion are
+	// taken for one when their UIDs' hashes collide, with a probability
+	// of one in 2^64.
+	uid  uint64
+	time int64  // Record.Time in Unix nanoseconds
+	ns   uint32 // index in unsynced.namespaces
+}
+
+func compareStates(a, b state) int {
+	return cmp.Or(cmp.Compare(a.rv, b.rv), cmp.Compare(a.uid, b.uid))
+}
+
 // unsynced is what a Sync must find visible and on disk: the states
-// appended since the last Sync began.
+// appended since the last Sync began, and those a failed Sync gave back.
+// A state appended twice is held twice until a Sync takes them.
 type unsynced struct {
-	states         map[string]bool // uid@resourceVersion
-	since, until   time.Time       // their times
-	oldest, newest uint64          // their resourceVersions
-	namespaces     map[string]bool
+	states     []state
+	namespaces []string
+	nsIndex    map[string]uint32
+}
+
+// namespace returns the index of ns in u.namespaces, adding it if needed.
+func (u *unsynced) namespace(ns string) uint32 {
+	i, ok := u.nsIndex[ns]
+	if !ok {
+		if u.nsIndex == nil {
+			u.nsIndex = map[string]uint32{}
+		}
+		i = uint32(len(u.namespaces))
+		u.namespaces = append(u.namespaces, ns)
+		u.nsIndex[ns] = i
+	}
+	return i
 }
 
 func (u *unsynced) add(r *archive.Record) error {
@@ -44,14 +93,12 @@ func (u *unsynced) add(r *archive.Record) error {
 	if err != nil {
 		return fmt.Errorf("record %s: resourceVersion %q: %w", r.UID, r.ResourceVersion, err)
 	}
-	if u.states == nil {
-		u.states, u.namespaces = map[string]bool{}, map[string]bool{}
-		u.since, u.until, u.oldest, u.newest = r.Time, r.Time, rv, rv
-	}
-	u.states[r.UID+"@"+r.ResourceVersion] = true
-	u.namespaces[r.Namespace] = true
-	u.since, u.until = minTime(u.since, r.Time), maxTime(u.until, r.Time)
-	u.oldest, u.newest = min(u.oldest, rv), max(u.newest, rv)
+	u.states = append(u.states, state{
+		rv:   rv,
+		uid:  maphash.String(uidSeed, r.UID),
+		time: r.Time.UnixNano(),
+		ns:   u.namespace(r.Namespace),
+	})
 	return nil
 }
 
@@ -70,41 +117,129 @@ func (u *unsynced) addKept(records []archive.Record, retention time.Duration, no
 	return nil
 }
 
-// merge adds what v holds to u.
-func (u *unsynced) merge(v unsynced) {
-	if v.states == nil {
-		return
+// merge adds states, whose namespaces index namespaces, to u.
+func (u *unsynced) merge(namespaces []string, states []state) {
+	const unmapped = ^uint32(0)
+	index := make([]uint32, len(namespaces))
+	for i := range index {
+		index[i] = unmapped
 	}
-	if u.states == nil {
-		*u = v
-		return
+	u.states = slices.Grow(u.states, len(states))
+	for _, s := range states {
+		if index[s.ns] == unmapped {
+			index[s.ns] = u.namespace(namespaces[s.ns])
+		}
+		s.ns = index[s.ns]
+		u.states = append(u.states, s)
 	}
-	for k := range v.states {
-		u.states[k] = true
-	}
-	for ns := range v.namespaces {
-		u.namespaces[ns] = true
-	}
-	u.since, u.until = minTime(u.since, v.since), maxTime(u.until, v.until)
-	u.oldest, u.newest = min(u.oldest, v.oldest), max(u.newest, v.newest)
 }
 
-// filter selects the rows of u's states, and perhaps a few more (other
-// states of the same namespaces, times and resourceVersions).
-func (u *unsynced) filter() string {
-	ns := make([]string, 0, len(u.namespaces))
-	for n := range u.namespaces {
-		ns = append(ns, strconv.Quote(n))
+// probes sorts u's states by resourceVersion, drops the repeats, and
+// cuts them into probes of disjoint resourceVersion ranges of at most
+// perProbe states each (more only when one resourceVersion holds more).
+func (u *unsynced) probes(perProbe int) []*probe {
+	slices.SortFunc(u.states, compareStates)
+	u.states = slices.CompactFunc(u.states, func(a, b state) bool { return compareStates(a, b) == 0 })
+	var probes []*probe
+	for rest := u.states; len(rest) > 0; {
+		n := min(perProbe, len(rest))
+		for n < len(rest) && rest[n].rv == rest[n-1].rv {
+			n++
+		}
+		probes = append(probes, newProbe(rest[:n:n], u.namespaces))
+		rest = rest[n:]
 	}
-	slices.Sort(ns)
-	return fmt.Sprintf("_time:[%s, %s] {%s in (%s)} %s:range[%d, %d]", formatTime(u.since), formatTime(u.until),
-		colNamespace, strings.Join(ns, ","), colRV, u.oldest, u.newest)
+	return probes
+}
+
+// probe verifies one range of states: the rows of its filter hold them
+// all, and none of those rows is in a block held in memory only.
+type probe struct {
+	states []state // sorted by resourceVersion
+	filter string
+	// visible is the number of distinct states the filter's rows held at
+	// the last count; inMemory the number of in-memory blocks' columns
+	// among them at the last look; -1 before the first.
+	visible, inMemory int
+	durable           bool
+}
+
+// newProbe returns the probe of states, sorted by resourceVersion, whose
+// namespaces index namespaces. Its filter selects their rows, and perhaps
+// a few more: other states of the same times and resourceVersions (and
+// namespaces).
+func newProbe(states []state, namespaces []string) *probe {
+	since, until := states[0].time, states[0].time
+	in := map[uint32]bool{}
+	for _, s := range states {
+		since, until = min(since, s.time), max(until, s.time)
+		in[s.ns] = true
+	}
+	quoted := make([]string, 0, len(in))
+	for i := range in {
+		quoted = append(quoted, strconv.Quote(namespaces[i]))
+	}
+	slices.Sort(quoted)
+	var filter strings.Builder
+	fmt.Fprintf(&filter, "_time:[%s, %s] ", formatTime(time.Unix(0, since)), formatTime(time.Unix(0, until)))
+	if list := strings.Join(quoted, ","); len(list) <= maxProbeNamespacesBytes {
+		fmt.Fprintf(&filter, "{%s in (%s)} ", colNamespace, list)
+	}
+	fmt.Fprintf(&filter, "%s:range[%d, %d]", colRV, states[0].rv, states[len(states)-1].rv)
+	return &probe{states: states, filter: filter.String(), visible: -1, inMemory: -1}
+}
+
+// check asks r whether p's states are durable. It first looks for blocks
+// in memory, which is cheap, and counts the states (count_uniq, the cost
+// bounded by maxStatesPerProbe) only when there is none; it then looks
+// for blocks in memory again, as rows that were not visible yet were in
+// no block at the first look.
+func (p *probe) check(ctx context.Context, r runner) error {
+	inMemory := p.filter + ` | block_stats | filter part_path:="" | stats count() as n`
+	if err := p.count(ctx, r, inMemory, &p.inMemory); err != nil || p.inMemory != 0 {
+		return err
+	}
+	if err := p.count(ctx, r, fmt.Sprintf("%s | stats count_uniq(%s, %s) as n", p.filter, colUID, colRV), &p.visible); err != nil || p.visible < len(p.states) {
+		return err
+	}
+	if err := p.count(ctx, r, inMemory, &p.inMemory); err != nil {
+		return err
+	}
+	p.durable = p.inMemory == 0
+	return nil
+}
+
+// status describes what p last found.
+func (p *probe) status() string {
+	span := fmt.Sprintf("resourceVersions %d to %d", p.states[0].rv, p.states[len(p.states)-1].rv)
+	switch {
+	case p.inMemory > 0:
+		return fmt.Sprintf("%s: blocks of %d columns in memory", span, p.inMemory)
+	case p.visible >= 0:
+		return fmt.Sprintf("%s: %d of %d states visible", span, p.visible, len(p.states))
+	}
+	return span + ": no answer"
+}
+
+// count runs query, which answers one row with a number n, into *n; a
+// query that fails leaves *n as it was.
+func (p *probe) count(ctx context.Context, r runner, query string, n *int) error {
+	answer := -1 // no answer row is no answer
+	err := r.run(ctx, query, func(row map[string]string) (err error) {
+		answer, err = strconv.Atoi(row["n"])
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	*n = answer
+	return nil
 }
 
 // appendLog is what was appended since the last Sync began, for the Syncs
 // of both archives: Append records what the engine keeps; Sync takes it,
-// flushes, waits until it is on disk, and gives it back to the next Sync
-// when that failed.
+// flushes, waits until it is on disk, and gives what it did not find on
+// disk back to the next Sync when it failed.
 type appendLog struct {
 	mu sync.Mutex
 	u  unsynced
@@ -117,6 +252,14 @@ func (l *appendLog) record(records []archive.Record, retention time.Duration) er
 	return l.u.addKept(records, retention, time.Now())
 }
 
+// backlog is the number of states the next Sync waits for, counting a
+// state appended twice twice.
+func (l *appendLog) backlog() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.u.states)
+}
+
 // sync makes what was recorded before it searchable (flush) and waits, at
 // most within, until it is visible in r and on disk (waitOnDisk).
 func (l *appendLog) sync(ctx context.Context, r runner, flush func(context.Context) error, within time.Duration) (err error) {
@@ -124,53 +267,62 @@ func (l *appendLog) sync(ctx context.Context, r runner, flush func(context.Conte
 	u := l.u
 	l.u = unsynced{}
 	l.mu.Unlock()
-	if u.states == nil {
+	if len(u.states) == 0 {
 		return nil
 	}
+	probes := u.probes(maxStatesPerProbe)
 	defer func() {
 		if err != nil {
-			// The next Sync waits for them again.
+			// The next Sync waits for what this one did not find on disk.
 			l.mu.Lock()
-			l.u.merge(u)
+			for _, p := range probes {
+				if !p.durable {
+					l.u.merge(u.namespaces, p.states)
+				}
+			}
 			l.mu.Unlock()
 		}
 	}()
 	if err := flush(ctx); err != nil {
 		return err
 	}
-	return waitOnDisk(ctx, r, u, within)
+	return waitOnDisk(ctx, r, probes, within)
 }
 
-// waitOnDisk waits, within the given time, until every state of u is
-// visible in r and none of their blocks is in memory only: the engine
+// waitOnDisk waits, within the given time, until every probe found its
+// states visible in r and none of their blocks in memory only: the engine
 // writes in-memory parts to files on a timer of its flush interval, and a
 // state still in memory is lost if the engine stops. There is no call to
-// write them at once, so Sync polls for it.
-func waitOnDisk(ctx context.Context, r runner, u unsynced, within time.Duration) error {
-	filter := u.filter()
-	visible := fmt.Sprintf("%s | stats count_uniq(%s, %s) as n", filter, colUID, colRV)
-	inMemory := fmt.Sprintf("%s | block_stats | filter part_path:=\"\" | stats count() as n", filter)
-	var seen, unflushed int
+// write them at once, so Sync polls for it. Each probe's queries are
+// bounded by maxStatesPerProbe, and a probe that found its states on disk
+// is not asked again.
+func waitOnDisk(ctx context.Context, r runner, probes []*probe, within time.Duration) error {
 	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, within, true, func(ctx context.Context) (bool, error) {
-		for _, probe := range []struct {
-			query string
-			n     *int
-		}{{visible, &seen}, {inMemory, &unflushed}} {
-			*probe.n = -1 // no answer row is no answer
-			err := r.run(ctx, probe.query, func(row map[string]string) error {
-				n, err := strconv.Atoi(row["n"])
-				*probe.n = n
-				return err
-			})
-			if err != nil {
+		done := true
+		for _, p := range probes {
+			if p.durable {
+				continue
+			}
+			if err := p.check(ctx, r); err != nil {
 				return false, err
 			}
+			done = done && p.durable
 		}
-		return seen >= len(u.states) && unflushed == 0, nil
+		return done, nil
 	})
 	if err != nil {
-		return archive.Unavailable("waiting for the archive to show the %d states appended since the last sync on disk (%d visible, blocks of %d columns in memory): %w",
-			len(u.states), seen, unflushed, err)
+		var states, durable int
+		var waiting []string
+		for _, p := range probes {
+			states += len(p.states)
+			if p.durable {
+				durable += len(p.states)
+			} else if len(waiting) < 3 {
+				waiting = append(waiting, p.status())
+			}
+		}
+		return archive.Unavailable("waiting for the archive to show the %d states appended since the last sync on disk (%d are; %s): %w",
+			states, durable, strings.Join(waiting, "; "), err)
 	}
 	return nil
 }
