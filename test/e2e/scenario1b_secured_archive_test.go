@@ -19,6 +19,8 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -106,7 +108,13 @@ spec:
     args: [%s]
 `, archiveProbeNamespace, sandboxImage, strings.Join(quoted, ", ")))
 	mustKubectl(t, ctx, "-n", archiveProbeNamespace, "wait", "--for=jsonpath={.status.phase}=Succeeded", "pod/archive-outsider", "--timeout=3m")
-	out := mustKubectl(t, ctx, "-n", archiveProbeNamespace, "logs", "archive-outsider")
+	// The node's copy of its output: this cluster's kube-apiserver has no
+	// credentials for the kubelet's log endpoint (kubectl logs).
+	uid := mustKubectl(t, ctx, "-n", archiveProbeNamespace, "get", "pod", "archive-outsider", "-o", "jsonpath={.metadata.uid}")
+	out, err := containerOutput(suite.cluster.path("pod-logs", fmt.Sprintf("%s_%s_%s", archiveProbeNamespace, "archive-outsider", strings.TrimSpace(uid))))
+	if err != nil {
+		t.Fatalf("the outsider's output: %v", err)
+	}
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	for _, line := range lines {
 		logf(t, "outsider in %s: %s", archiveProbeNamespace, line)
@@ -124,4 +132,35 @@ spec:
 		t.Errorf("outsider over plain http: %q, want 400 Bad Request (an http request to an https port)", plain)
 	}
 	mustKubectl(t, ctx, "delete", "namespace", archiveProbeNamespace, "--wait=false")
+}
+
+// containerOutput is what a pod's containers wrote, read from the kubelet's
+// log files in podLogDir (CRI format: "<time> <stream> <tag> <text>"; a
+// partial line, tag P, goes on in the next).
+func containerOutput(podLogDir string) (string, error) {
+	files, err := filepath.Glob(filepath.Join(podLogDir, "*", "*.log"))
+	if err != nil {
+		return "", err
+	}
+	if len(files) == 0 {
+		return "", fmt.Errorf("no container log in %s", podLogDir)
+	}
+	var out strings.Builder
+	for _, name := range files {
+		data, err := os.ReadFile(name)
+		if err != nil {
+			return "", err
+		}
+		for _, line := range strings.Split(strings.TrimRight(string(data), "\n"), "\n") {
+			fields := strings.SplitN(line, " ", 4)
+			if len(fields) < 4 {
+				continue
+			}
+			out.WriteString(fields[3])
+			if fields[2] != "P" {
+				out.WriteString("\n")
+			}
+		}
+	}
+	return out.String(), nil
 }
