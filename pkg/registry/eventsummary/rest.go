@@ -13,6 +13,7 @@ WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
 See the License for the specific language governing permissions and
 limitations under the License.
 */
+
 // Package eventsummary serves the event summaries: a list of them counts
 // the events that a list of events with the same selectors returns (with
 // history.since, the history's, under the same rules), one summary per

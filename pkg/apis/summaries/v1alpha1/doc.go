@@ -13,6 +13,7 @@ WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
 See the License for the specific language governing permissions and
 limitations under the License.
 */
+
 // +k8s:deepcopy-gen=package
 // +k8s:conversion-gen=github.com/kube-events/events-apiserver/pkg/apis/summaries
 // +k8s:openapi-gen=true
