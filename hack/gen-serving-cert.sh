@@ -216,10 +216,9 @@ patches:
     kind: Issuer
     metadata:
       name: any
-- target:
+- target: # every APIService of the server
     group: apiregistration.k8s.io
     kind: APIService
-    name: v1beta1.events.k8s.io
   patch: |-
     - op: remove
       path: /metadata/annotations/cert-manager.io~1inject-ca-from
@@ -243,10 +242,9 @@ replacements:
     namespace: ${NAMESPACE}
     fieldPath: data.[ca.crt]
   targets:
-  - select:
+  - select: # every APIService of the server
       group: apiregistration.k8s.io
       kind: APIService
-      name: v1beta1.events.k8s.io
     fieldPaths:
     - spec.caBundle
     options:

@@ -16,7 +16,9 @@ limitations under the License.
 
 // Package apiserver assembles the events API server: one events store
 // installed under the legacy core group (/api/v1) and under events.k8s.io
-// v1beta1 and v1, on a generic API server from k8s.io/apiserver.
+// v1beta1 and v1, and the summaries of its events
+// (summaries.kube-events.io/v1alpha1), on a generic API server from
+// k8s.io/apiserver.
 package apiserver
 
 import (
@@ -34,11 +36,14 @@ import (
 	"github.com/kube-events/events-apiserver/pkg/apis/events"
 	eventsv1 "github.com/kube-events/events-apiserver/pkg/apis/events/v1"
 	eventsv1beta1 "github.com/kube-events/events-apiserver/pkg/apis/events/v1beta1"
+	"github.com/kube-events/events-apiserver/pkg/apis/summaries"
+	summariesv1alpha1 "github.com/kube-events/events-apiserver/pkg/apis/summaries/v1alpha1"
 	"github.com/kube-events/events-apiserver/pkg/archive"
 	"github.com/kube-events/events-apiserver/pkg/controller"
 	"github.com/kube-events/events-apiserver/pkg/etcdmaint"
 	"github.com/kube-events/events-apiserver/pkg/mirror"
 	eventstorage "github.com/kube-events/events-apiserver/pkg/registry/event/storage"
+	"github.com/kube-events/events-apiserver/pkg/registry/eventsummary"
 )
 
 // DefaultEventTTL is how long an event lives after its last write unless
@@ -141,8 +146,8 @@ func (cfg *Config) Complete() CompletedConfig {
 }
 
 // New builds the server: one events store, installed as /api/v1 events and
-// as events.k8s.io/v1beta1 and v1 events, and the controllers. ctx carries
-// the logger of what New opens.
+// as events.k8s.io/v1beta1 and v1 events, the event summaries of what it
+// serves, and the controllers. ctx carries the logger of what New opens.
 func (c CompletedConfig) New(ctx context.Context) (_ *EventsServer, err error) {
 	genericServer, err := c.GenericConfig.New("events-apiserver", genericapiserver.NewEmptyDelegate())
 	if err != nil {
@@ -169,7 +174,7 @@ func (c CompletedConfig) New(ctx context.Context) (_ *EventsServer, err error) {
 
 	// The history: lists with history.since read the archive as well as
 	// the store; every other request is the store's.
-	var served rest.Storage = store
+	var served rest.StandardStorage = store
 	var arch archive.Archive
 	if c.ExtraConfig.Archive != nil {
 		var closeArchive func()
@@ -218,6 +223,16 @@ func (c CompletedConfig) New(ctx context.Context) (_ *EventsServer, err error) {
 			manager.SetGroupVersionPriority(metav1.GroupVersion{Group: gv.Group, Version: gv.Version},
 				eventsGroupPriority, len(group.PrioritizedVersions)-i)
 		}
+	}
+
+	// The summaries count what the served events list: the history's
+	// with history.since, under its rules.
+	summaryGroup := genericapiserver.NewDefaultAPIGroupInfo(summaries.GroupName, Scheme, ParameterCodec, Codecs)
+	summaryGroup.VersionedResourcesStorageMap[summariesv1alpha1.SchemeGroupVersion.Version] = map[string]rest.Storage{
+		"eventsummaries": eventsummary.NewREST(served),
+	}
+	if err := genericServer.InstallAPIGroup(&summaryGroup); err != nil {
+		return nil, fmt.Errorf("installing %s event summaries: %w", summaries.GroupName, err)
 	}
 
 	return &EventsServer{GenericAPIServer: genericServer, Events: store, Controllers: controllers}, nil

@@ -26,11 +26,12 @@ import (
 
 	coreinstall "github.com/kube-events/events-apiserver/pkg/apis/core/install"
 	eventsinstall "github.com/kube-events/events-apiserver/pkg/apis/events/install"
+	summariesinstall "github.com/kube-events/events-apiserver/pkg/apis/summaries/install"
 )
 
 var (
 	// Scheme knows the internal Event, core/v1, events.k8s.io/v1beta1 and
-	// v1, and the meta types every API server serves.
+	// v1, the event summaries, and the meta types every API server serves.
 	Scheme = runtime.NewScheme()
 	// Codecs serializes Scheme's types as JSON, YAML, protobuf and CBOR.
 	Codecs = serializer.NewCodecFactory(Scheme)
@@ -41,6 +42,7 @@ var (
 func init() {
 	coreinstall.Install(Scheme)
 	eventsinstall.Install(Scheme)
+	summariesinstall.Install(Scheme)
 	utilruntime.Must(metainternalversion.AddToScheme(Scheme))
 
 	// Options types (ListOptions, GetOptions, ...) in the unversioned v1

@@ -18,6 +18,7 @@ package conversion
 
 import (
 	"fmt"
+	"maps"
 	"sort"
 	"strings"
 
@@ -72,6 +73,15 @@ func EventsFieldLabels() map[string]string {
 	return fieldLabels(EventsFieldNames)
 }
 
+// AllFieldLabels maps every field label of core/v1 and events.k8s.io to
+// canonical labels: what a field selector of the event summaries, which
+// count the events of every version, accepts.
+func AllFieldLabels() map[string]string {
+	m := CoreV1FieldLabels()
+	maps.Copy(m, EventsFieldLabels())
+	return m
+}
+
 // fieldLabels are the labels every version accepts, named as in names.
 func fieldLabels(names FieldNames) map[string]string {
 	m := identity(FieldName, FieldNamespace, FieldReason, FieldAction,
@@ -84,21 +94,21 @@ func fieldLabels(names FieldNames) map[string]string {
 	return m
 }
 
-// AddFieldLabelConversionFunc registers, for kind Event in gv, a field label
-// conversion that accepts exactly the labels in mapping and names them all
-// when it refuses one.
-func AddFieldLabelConversionFunc(scheme *runtime.Scheme, gv schema.GroupVersion, mapping map[string]string) error {
+// AddFieldLabelConversionFunc registers, for gvk, a field label conversion
+// that accepts exactly the labels in mapping and names them all when it
+// refuses one.
+func AddFieldLabelConversionFunc(scheme *runtime.Scheme, gvk schema.GroupVersionKind, mapping map[string]string) error {
 	supported := make([]string, 0, len(mapping))
 	for label := range mapping {
 		supported = append(supported, label)
 	}
 	sort.Strings(supported)
 	list := strings.Join(supported, ", ")
-	return scheme.AddFieldLabelConversionFunc(gv.WithKind("Event"),
+	return scheme.AddFieldLabelConversionFunc(gvk,
 		func(label, value string) (string, string, error) {
 			canonical, ok := mapping[label]
 			if !ok {
-				return "", "", fmt.Errorf("field label not supported: %s (supported field labels for %s Event: %s)", label, gv.String(), list)
+				return "", "", fmt.Errorf("field label not supported: %s (supported field labels for %s %s: %s)", label, gvk.GroupVersion().String(), gvk.Kind, list)
 			}
 			return canonical, value, nil
 		})

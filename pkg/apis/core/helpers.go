@@ -36,3 +36,31 @@ func LastObserved(e *Event) time.Time {
 		return e.CreationTimestamp.Time
 	}
 }
+
+// FirstObserved is when the first occurrence an event stands for was
+// observed: eventTime, else firstTimestamp (a core/v1 writer's first
+// occurrence; events.k8s.io's deprecatedFirstTimestamp), else
+// creationTimestamp.
+func FirstObserved(e *Event) time.Time {
+	switch {
+	case !e.EventTime.IsZero():
+		return e.EventTime.Time
+	case !e.FirstTimestamp.IsZero():
+		return e.FirstTimestamp.Time
+	default:
+		return e.CreationTimestamp.Time
+	}
+}
+
+// Occurrences is how many occurrences an event stands for: its series'
+// count or its count (events.k8s.io: deprecatedCount), the greater when it
+// has both, and at least 1 (a singleton written through events.k8s.io
+// carries neither). Folding adds occurrences to it, and the event
+// summaries count it, so that the two agree.
+func Occurrences(e *Event) int32 {
+	count := max(e.Count, 1)
+	if e.Series != nil {
+		count = max(count, e.Series.Count)
+	}
+	return count
+}

@@ -78,3 +78,63 @@ func TestLastObserved(t *testing.T) {
 		})
 	}
 }
+
+// TestFirstObserved checks the order in which an event's times stand for
+// its first occurrence: eventTime, firstTimestamp, creationTimestamp.
+func TestFirstObserved(t *testing.T) {
+	base := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	created, eventTime, first := base, base.Add(time.Second), base.Add(2*time.Second)
+	tests := []struct {
+		name  string
+		event core.Event
+		want  time.Time
+	}{
+		{
+			name: "eventTime over firstTimestamp",
+			event: core.Event{ObjectMeta: metav1.ObjectMeta{CreationTimestamp: metav1.NewTime(created)},
+				EventTime: metav1.NewMicroTime(eventTime), FirstTimestamp: metav1.NewTime(first)},
+			want: eventTime,
+		},
+		{
+			name: "firstTimestamp alone",
+			event: core.Event{ObjectMeta: metav1.ObjectMeta{CreationTimestamp: metav1.NewTime(created)},
+				FirstTimestamp: metav1.NewTime(first)},
+			want: first,
+		},
+		{
+			name:  "no time of its own: creationTimestamp",
+			event: core.Event{ObjectMeta: metav1.ObjectMeta{CreationTimestamp: metav1.NewTime(created)}},
+			want:  created,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if diff := cmp.Diff(tt.want, core.FirstObserved(&tt.event)); diff != "" {
+				t.Errorf("FirstObserved (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestOccurrences checks how many occurrences an event stands for: the
+// greater of its count and its series' count, at least 1.
+func TestOccurrences(t *testing.T) {
+	tests := []struct {
+		name  string
+		event core.Event
+		want  int32
+	}{
+		{name: "singleton without a count", event: core.Event{}, want: 1},
+		{name: "core/v1 count", event: core.Event{Count: 4}, want: 4},
+		{name: "series without a count", event: core.Event{Series: &core.EventSeries{Count: 7}}, want: 7},
+		{name: "series and the same count (folded)", event: core.Event{Count: 7, Series: &core.EventSeries{Count: 7}}, want: 7},
+		{name: "count above the series' count", event: core.Event{Count: 9, Series: &core.EventSeries{Count: 7}}, want: 9},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if diff := cmp.Diff(tt.want, core.Occurrences(&tt.event)); diff != "" {
+				t.Errorf("Occurrences (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -31,6 +31,8 @@ limitations under the License.
 //     and through any API version;
 //   - group events-writers may also create, update, patch, delete and
 //     deletecollection them;
+//   - both groups may read the event summaries (eventsummaries in
+//     summaries.kube-events.io), in any namespace;
 //   - everything else, /metrics included, is forbidden (403).
 package standalone
 
@@ -49,6 +51,8 @@ import (
 	"k8s.io/apiserver/pkg/authorization/union"
 	"k8s.io/apiserver/pkg/server/dynamiccertificates"
 	"k8s.io/utils/clock"
+
+	"github.com/kube-events/events-apiserver/pkg/apis/summaries"
 )
 
 // The groups the authorization rule knows.
@@ -114,6 +118,7 @@ func NewAuthorizer() (authorizer.Authorizer, error) {
 		union.NamedAuthorizer{AuthorizerName: "health", Authorizer: health},
 		union.NamedAuthorizer{AuthorizerName: "discovery", Authorizer: authenticatedGets(discovery)},
 		union.NamedAuthorizer{AuthorizerName: "events", Authorizer: authorizer.AuthorizerFunc(authorizeEvents)},
+		union.NamedAuthorizer{AuthorizerName: "event-summaries", Authorizer: authorizer.AuthorizerFunc(authorizeSummaries)},
 	)
 }
 
@@ -152,6 +157,22 @@ func authorizeEvents(_ context.Context, a authorizer.Attributes) (authorizer.Dec
 		return authorizer.DecisionAllow, "", nil
 	}
 	return authorizer.DecisionNoOpinion, fmt.Sprintf("%s events needs group %s or %s", a.GetVerb(), writerOrReader(a.GetVerb()), AdminGroup), nil
+}
+
+// authorizeSummaries lets events-readers and events-writers read the event
+// summaries: whoever may list events may count them.
+func authorizeSummaries(_ context.Context, a authorizer.Attributes) (authorizer.Decision, string, error) {
+	if !a.IsResourceRequest() || a.GetResource() != "eventsummaries" || a.GetSubresource() != "" || a.GetAPIGroup() != summaries.GroupName {
+		return authorizer.DecisionNoOpinion, "", nil
+	}
+	var groups []string
+	if u := a.GetUser(); u != nil {
+		groups = u.GetGroups()
+	}
+	if slices.Contains(readVerbs, a.GetVerb()) && (slices.Contains(groups, ReadersGroup) || slices.Contains(groups, WritersGroup)) {
+		return authorizer.DecisionAllow, "", nil
+	}
+	return authorizer.DecisionNoOpinion, fmt.Sprintf("%s eventsummaries needs group %s, %s or %s", a.GetVerb(), ReadersGroup, WritersGroup, AdminGroup), nil
 }
 
 // writerOrReader names the least group that may use verb on events.

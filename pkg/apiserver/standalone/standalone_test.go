@@ -29,6 +29,7 @@ import (
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/apiserver/pkg/server/dynamiccertificates"
 
+	"github.com/kube-events/events-apiserver/pkg/apis/summaries"
 	"github.com/kube-events/events-apiserver/pkg/embedded/pki"
 )
 
@@ -41,6 +42,9 @@ func TestAuthorizer(t *testing.T) {
 
 	events := func(u user.Info, verb, group string) authorizer.AttributesRecord {
 		return authorizer.AttributesRecord{User: u, Verb: verb, APIGroup: group, APIVersion: "v1", Resource: "events", Namespace: "default", ResourceRequest: true}
+	}
+	eventSummaries := func(u user.Info, verb string) authorizer.AttributesRecord {
+		return authorizer.AttributesRecord{User: u, Verb: verb, APIGroup: summaries.GroupName, APIVersion: "v1alpha1", Resource: "eventsummaries", Namespace: "default", ResourceRequest: true}
 	}
 	path := func(u user.Info, verb, p string) authorizer.AttributesRecord {
 		return authorizer.AttributesRecord{User: u, Verb: verb, Path: p}
@@ -76,6 +80,11 @@ func TestAuthorizer(t *testing.T) {
 		{"anonymous reads livez", path(anonymous, "get", "/livez"), true},
 		{"anonymous cannot read discovery", path(anonymous, "get", "/api"), false},
 		{"anonymous cannot list events", events(anonymous, "list", ""), false},
+		{"reader lists event summaries", eventSummaries(reader, "list"), true},
+		{"writer lists event summaries", eventSummaries(writer, "list"), true},
+		{"reader cannot create event summaries", eventSummaries(reader, "create"), false},
+		{"authenticated user without group cannot list event summaries", eventSummaries(nobody, "list"), false},
+		{"eventsummaries of another group", authorizer.AttributesRecord{User: reader, Verb: "list", APIGroup: "example.com", Resource: "eventsummaries", ResourceRequest: true}, false},
 	}
 	authz, err := NewAuthorizer()
 	if err != nil {

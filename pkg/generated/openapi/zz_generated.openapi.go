@@ -25,6 +25,7 @@ import (
 	v1 "github.com/kube-events/events-apiserver/pkg/apis/core/v1"
 	eventsv1 "github.com/kube-events/events-apiserver/pkg/apis/events/v1"
 	v1beta1 "github.com/kube-events/events-apiserver/pkg/apis/events/v1beta1"
+	v1alpha1 "github.com/kube-events/events-apiserver/pkg/apis/summaries/v1alpha1"
 	resource "k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtime "k8s.io/apimachinery/pkg/runtime"
@@ -46,6 +47,8 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		v1beta1.Event{}.OpenAPIModelName():                    schema_pkg_apis_events_v1beta1_Event(ref),
 		v1beta1.EventList{}.OpenAPIModelName():                schema_pkg_apis_events_v1beta1_EventList(ref),
 		v1beta1.EventSeries{}.OpenAPIModelName():              schema_pkg_apis_events_v1beta1_EventSeries(ref),
+		v1alpha1.EventSummary{}.OpenAPIModelName():            schema_pkg_apis_summaries_v1alpha1_EventSummary(ref),
+		v1alpha1.EventSummaryList{}.OpenAPIModelName():        schema_pkg_apis_summaries_v1alpha1_EventSummaryList(ref),
 		resource.Quantity{}.OpenAPIModelName():                schema_apimachinery_pkg_api_resource_Quantity(ref),
 		metav1.APIGroup{}.OpenAPIModelName():                  schema_pkg_apis_meta_v1_APIGroup(ref),
 		metav1.APIGroupList{}.OpenAPIModelName():              schema_pkg_apis_meta_v1_APIGroupList(ref),
@@ -853,6 +856,157 @@ func schema_pkg_apis_events_v1beta1_EventSeries(ref common.ReferenceCallback) co
 		},
 		Dependencies: []string{
 			metav1.MicroTime{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_summaries_v1alpha1_EventSummary(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "EventSummary counts the events of one namespace that share a type, a reason, the kind of the object they regard and a reporting controller, among the events a list of events with the same field and label selectors returns (with history.since, the history's).",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Description: "metadata is the standard object's metadata: the namespace of the counted events, and a name that stands for the four fields below.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(metav1.ObjectMeta{}.OpenAPIModelName()),
+						},
+					},
+					"type": {
+						SchemaProps: spec.SchemaProps{
+							Description: "type of the counted events: Normal or Warning.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"reason": {
+						SchemaProps: spec.SchemaProps{
+							Description: "reason of the counted events.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"regardingKind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "regardingKind is the kind of the objects the counted events regard (core/v1: involvedObject.kind).",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"reportingController": {
+						SchemaProps: spec.SchemaProps{
+							Description: "reportingController of the counted events (core/v1: reportingComponent, else source.component).",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"occurrences": {
+						SchemaProps: spec.SchemaProps{
+							Description: "occurrences is how many occurrences the counted events stand for: an event with a series counts series.count, another its count (events.k8s.io: deprecatedCount), each at least 1.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+					"events": {
+						SchemaProps: spec.SchemaProps{
+							Description: "events is how many events were counted.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+					"objects": {
+						SchemaProps: spec.SchemaProps{
+							Description: "objects is how many distinct objects the counted events regard.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+					"firstObserved": {
+						SchemaProps: spec.SchemaProps{
+							Description: "firstObserved is the earliest first observation of the counted events.",
+							Ref:         ref(metav1.MicroTime{}.OpenAPIModelName()),
+						},
+					},
+					"lastObserved": {
+						SchemaProps: spec.SchemaProps{
+							Description: "lastObserved is the latest last observation of the counted events (series.lastObservedTime, else lastTimestamp, else eventTime).",
+							Ref:         ref(metav1.MicroTime{}.OpenAPIModelName()),
+						},
+					},
+				},
+				Required: []string{"occurrences", "events", "objects", "firstObserved", "lastObserved"},
+			},
+		},
+		Dependencies: []string{
+			metav1.MicroTime{}.OpenAPIModelName(), metav1.ObjectMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_summaries_v1alpha1_EventSummaryList(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "EventSummaryList is a list of event summaries, most occurrences first.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Description: "metadata is the standard list metadata.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(metav1.ListMeta{}.OpenAPIModelName()),
+						},
+					},
+					"items": {
+						SchemaProps: spec.SchemaProps{
+							Description: "items are the summaries, most occurrences first.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1alpha1.EventSummary{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"items"},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.EventSummary{}.OpenAPIModelName(), metav1.ListMeta{}.OpenAPIModelName()},
 	}
 }
 

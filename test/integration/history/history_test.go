@@ -357,9 +357,9 @@ func testHistory(t *testing.T, engine string) {
 			namespace     string
 			allNamespaces bool
 			opts          metav1.ListOptions
-			watch     bool
-			status    int32
-			message   string
+			watch         bool
+			status        int32
+			message       string
 		}{
 			{name: "watch", opts: metav1.ListOptions{FieldSelector: "history.since=1h"}, watch: true, status: http.StatusBadRequest, message: "for lists only"},
 			{name: "watch with until", opts: metav1.ListOptions{FieldSelector: "reason=x,history.until=1h"}, watch: true, status: http.StatusBadRequest, message: "for lists only"},

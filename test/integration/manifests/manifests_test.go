@@ -60,6 +60,8 @@ const (
 	servingSecret  = "events-apiserver-serving-cert"
 	servingDNSName = "events-apiserver.events-apiserver.svc"
 	apiServiceName = "v1beta1.events.k8s.io"
+	// summariesAPIServiceName registers the event summaries' group.
+	summariesAPIServiceName = "v1alpha1.summaries.kube-events.io"
 	// kubeV1VersionPriority is kube-apiserver's own versionPriority for
 	// v1.events.k8s.io (pkg/controlplane/apiserver/aggregator.go).
 	kubeV1VersionPriority = 15
@@ -547,17 +549,20 @@ func expectCommonShape(t *testing.T, objs objects) {
 		t.Errorf("PodDisruptionBudget minAvailable = %d, want 1", v)
 	}
 
-	api := objs.find("APIService", "apiregistration.k8s.io", apiServiceName)
-	if api == nil {
-		t.Fatal("no APIService " + apiServiceName)
-	}
-	for field, want := range map[string]any{
-		"spec.group": "events.k8s.io", "spec.version": "v1beta1", "spec.groupPriorityMinimum": int64(17750),
-		"spec.service.namespace": namespace, "spec.service.name": "events-apiserver", "spec.service.port": int64(443),
+	for name, spec := range map[string]map[string]any{
+		apiServiceName:          {"spec.group": "events.k8s.io", "spec.version": "v1beta1", "spec.groupPriorityMinimum": int64(17750)},
+		summariesAPIServiceName: {"spec.group": "summaries.kube-events.io", "spec.version": "v1alpha1", "spec.groupPriorityMinimum": int64(100)},
 	} {
-		got, _, _ := unstructured.NestedFieldNoCopy(api.Object, strings.Split(field, ".")...)
-		if got != want {
-			t.Errorf("APIService %s = %v, want %v", field, got, want)
+		api := objs.find("APIService", "apiregistration.k8s.io", name)
+		if api == nil {
+			t.Fatal("no APIService " + name)
+		}
+		spec["spec.service.namespace"], spec["spec.service.name"], spec["spec.service.port"] = namespace, "events-apiserver", int64(443)
+		for field, want := range spec {
+			got, _, _ := unstructured.NestedFieldNoCopy(api.Object, strings.Split(field, ".")...)
+			if got != want {
+				t.Errorf("APIService %s %s = %v, want %v", name, field, got, want)
+			}
 		}
 	}
 
@@ -843,6 +848,10 @@ func expectExternalEtcd(t *testing.T, objs objects) {
 
 func expectCertManager(t *testing.T, objs objects) {
 	t.Helper()
+	if api := objs.find("APIService", "apiregistration.k8s.io", summariesAPIServiceName); api.GetAnnotations()["cert-manager.io/inject-ca-from"] !=
+		objs.find("APIService", "apiregistration.k8s.io", apiServiceName).GetAnnotations()["cert-manager.io/inject-ca-from"] {
+		t.Errorf("APIService %s has its CA injected from %q, not from the serving certificate", summariesAPIServiceName, api.GetAnnotations()["cert-manager.io/inject-ca-from"])
+	}
 	api := objs.find("APIService", "apiregistration.k8s.io", apiServiceName)
 	from := api.GetAnnotations()["cert-manager.io/inject-ca-from"]
 	ns, name, _ := strings.Cut(from, "/")
@@ -889,18 +898,21 @@ func expectScriptCerts(t *testing.T, objs objects, dir string) {
 			t.Errorf("the script's overlay still builds %s", printedName(o))
 		}
 	}
-	api := objs.find("APIService", "apiregistration.k8s.io", apiServiceName)
-	if _, ok := api.GetAnnotations()["cert-manager.io/inject-ca-from"]; ok {
-		t.Error("the script's overlay keeps the cert-manager CA injection annotation")
-	}
 	caFile, err := os.ReadFile(filepath.Join(dir, "ca.crt"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	bundle, _, _ := unstructured.NestedString(api.Object, "spec", "caBundle")
-	caBundle, err := base64.StdEncoding.DecodeString(strings.ReplaceAll(bundle, "\n", ""))
-	if err != nil || !bytes.Equal(caBundle, caFile) {
-		t.Fatalf("APIService caBundle (%v) is not %s/ca.crt", err, dir)
+	var caBundle []byte
+	for _, name := range []string{apiServiceName, summariesAPIServiceName} {
+		api := objs.find("APIService", "apiregistration.k8s.io", name)
+		if _, ok := api.GetAnnotations()["cert-manager.io/inject-ca-from"]; ok {
+			t.Errorf("the script's overlay keeps the cert-manager CA injection annotation of APIService %s", name)
+		}
+		bundle, _, _ := unstructured.NestedString(api.Object, "spec", "caBundle")
+		caBundle, err = base64.StdEncoding.DecodeString(strings.ReplaceAll(bundle, "\n", ""))
+		if err != nil || !bytes.Equal(caBundle, caFile) {
+			t.Fatalf("APIService %s caBundle (%v) is not %s/ca.crt", name, err, dir)
+		}
 	}
 
 	secretObj := objs.find("Secret", "", servingSecret)
@@ -1035,6 +1047,31 @@ func TestRBACGrantsWhatTheServerAndItsUsersNeed(t *testing.T) {
 			}
 			if got := answer == "yes"; got != tc.allowed {
 				t.Errorf("kubectl %s = %q, want allowed=%v", strings.Join(args, " "), answer, tc.allowed)
+			}
+		})
+	}
+
+	// The event summaries: kubectl auth can-i cannot name a resource that
+	// the cluster does not serve (envtest has no events-apiserver), so ask
+	// kube-apiserver's authorizer with a SubjectAccessReview.
+	for _, tc := range []struct {
+		as, verb, ns string
+		allowed      bool
+	}{
+		{"events-viewer", "list", "default", true},
+		{"events-viewer", "list", "", true},
+		{"events-editor", "list", "default", false}, // our edit role only writes; the built-in edit aggregates view too
+		{"events-viewer", "create", "default", false},
+	} {
+		t.Run(fmt.Sprintf("SubjectAccessReview %s eventsummaries as %s in %q", tc.verb, tc.as, tc.ns), func(t *testing.T) {
+			review := fmt.Sprintf(`{"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview", "spec": {"user": %q,
+				"resourceAttributes": {"group": "summaries.kube-events.io", "resource": "eventsummaries", "verb": %q, "namespace": %q}}}`, tc.as, tc.verb, tc.ns)
+			stdout, stderr, err := c.run(strings.NewReader(review), "create", "-f", "-", "-o", "jsonpath={.status.allowed}")
+			if err != nil {
+				t.Fatalf("creating the SubjectAccessReview: %v\n%s", err, stderr)
+			}
+			if got := strings.TrimSpace(stdout) == "true"; got != tc.allowed {
+				t.Errorf("allowed = %q, want %v", stdout, tc.allowed)
 			}
 		})
 	}

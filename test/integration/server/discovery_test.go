@@ -36,7 +36,8 @@ import (
 // for the aggregated one, kubectl api-resources too) list events in
 // /api/v1, events.k8s.io/v1 and v1beta1 with the short name ev and every
 // verb, events.k8s.io/v1beta1 preferred (the version this server exists to
-// serve; see pkg/apis/events/install).
+// serve; see pkg/apis/events/install), and the event summaries in
+// summaries.kube-events.io/v1alpha1, namespaced, list only.
 func TestDiscovery(t *testing.T) {
 	t.Parallel()
 	client, err := discovery.NewDiscoveryClientForConfig(shared.RestConfig)
@@ -61,7 +62,8 @@ func TestDiscovery(t *testing.T) {
 	if err := json.Unmarshal(raw, &legacy); err != nil {
 		t.Fatal(err)
 	}
-	if len(legacy.Groups) != 1 || legacy.Groups[0].Name != "events.k8s.io" || legacy.Groups[0].PreferredVersion.Version != "v1beta1" {
+	if len(legacy.Groups) != 2 || legacy.Groups[0].Name != "events.k8s.io" || legacy.Groups[0].PreferredVersion.Version != "v1beta1" ||
+		legacy.Groups[1].Name != "summaries.kube-events.io" {
 		t.Errorf("unaggregated /apis: %s", raw)
 	}
 
@@ -69,6 +71,13 @@ func TestDiscovery(t *testing.T) {
 	found := map[string]bool{}
 	for _, list := range resources {
 		for _, r := range list.APIResources {
+			if r.Name == "eventsummaries" {
+				found[list.GroupVersion] = true
+				if list.GroupVersion != "summaries.kube-events.io/v1alpha1" || !r.Namespaced || r.Kind != "EventSummary" || !slices.Equal(r.Verbs, []string{"list"}) {
+					t.Errorf("%s eventsummaries: %+v", list.GroupVersion, r)
+				}
+				continue
+			}
 			if r.Name != "events" {
 				continue
 			}
@@ -80,9 +89,9 @@ func TestDiscovery(t *testing.T) {
 			}
 		}
 	}
-	for _, gv := range []string{"v1", "events.k8s.io/v1", "events.k8s.io/v1beta1"} {
+	for _, gv := range []string{"v1", "events.k8s.io/v1", "events.k8s.io/v1beta1", "summaries.kube-events.io/v1alpha1"} {
 		if !found[gv] {
-			t.Errorf("discovery has no events in %s", gv)
+			t.Errorf("discovery has no events or eventsummaries in %s", gv)
 		}
 	}
 
@@ -90,8 +99,8 @@ func TestDiscovery(t *testing.T) {
 	if err != nil {
 		t.Fatalf("kubectl api-resources: %v\n%s", err, errOut)
 	}
-	if got := strings.Fields(out); !slices.Equal(got, []string{"events", "events.events.k8s.io"}) {
-		t.Errorf("kubectl api-resources: %q, want events and events.events.k8s.io", got)
+	if got := strings.Fields(out); !slices.Equal(got, []string{"events", "events.events.k8s.io", "eventsummaries.summaries.kube-events.io"}) {
+		t.Errorf("kubectl api-resources: %q, want events, events.events.k8s.io and eventsummaries.summaries.kube-events.io", got)
 	}
 }
 

@@ -25,7 +25,7 @@ import (
 )
 
 func addFieldLabelConversionFuncs(scheme *runtime.Scheme) error {
-	return eventconversion.AddFieldLabelConversionFunc(scheme, SchemeGroupVersion, eventconversion.CoreV1FieldLabels())
+	return eventconversion.AddFieldLabelConversionFunc(scheme, SchemeGroupVersion.WithKind("Event"), eventconversion.CoreV1FieldLabels())
 }
 
 // Convert_core_Event_To_v1_Event converts every field core/v1 has; the

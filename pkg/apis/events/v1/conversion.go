@@ -26,7 +26,7 @@ import (
 )
 
 func addFieldLabelConversionFuncs(scheme *runtime.Scheme) error {
-	return eventconversion.AddFieldLabelConversionFunc(scheme, SchemeGroupVersion, eventconversion.EventsFieldLabels())
+	return eventconversion.AddFieldLabelConversionFunc(scheme, SchemeGroupVersion.WithKind("Event"), eventconversion.EventsFieldLabels())
 }
 
 // Convert_v1_Event_To_core_Event maps the events.k8s.io names onto the

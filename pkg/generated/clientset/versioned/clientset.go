@@ -25,6 +25,7 @@ import (
 	corev1 "github.com/kube-events/events-apiserver/pkg/generated/clientset/versioned/typed/core/v1"
 	eventsv1 "github.com/kube-events/events-apiserver/pkg/generated/clientset/versioned/typed/events/v1"
 	eventsv1beta1 "github.com/kube-events/events-apiserver/pkg/generated/clientset/versioned/typed/events/v1beta1"
+	summariesv1alpha1 "github.com/kube-events/events-apiserver/pkg/generated/clientset/versioned/typed/summaries/v1alpha1"
 	discovery "k8s.io/client-go/discovery"
 	rest "k8s.io/client-go/rest"
 	flowcontrol "k8s.io/client-go/util/flowcontrol"
@@ -35,14 +36,16 @@ type Interface interface {
 	CoreV1() corev1.CoreV1Interface
 	EventsV1() eventsv1.EventsV1Interface
 	EventsV1beta1() eventsv1beta1.EventsV1beta1Interface
+	SummariesV1alpha1() summariesv1alpha1.SummariesV1alpha1Interface
 }
 
 // Clientset contains the clients for groups.
 type Clientset struct {
 	*discovery.DiscoveryClient
-	coreV1        *corev1.CoreV1Client
-	eventsV1      *eventsv1.EventsV1Client
-	eventsV1beta1 *eventsv1beta1.EventsV1beta1Client
+	coreV1            *corev1.CoreV1Client
+	eventsV1          *eventsv1.EventsV1Client
+	eventsV1beta1     *eventsv1beta1.EventsV1beta1Client
+	summariesV1alpha1 *summariesv1alpha1.SummariesV1alpha1Client
 }
 
 // CoreV1 retrieves the CoreV1Client
@@ -58,6 +61,11 @@ func (c *Clientset) EventsV1() eventsv1.EventsV1Interface {
 // EventsV1beta1 retrieves the EventsV1beta1Client
 func (c *Clientset) EventsV1beta1() eventsv1beta1.EventsV1beta1Interface {
 	return c.eventsV1beta1
+}
+
+// SummariesV1alpha1 retrieves the SummariesV1alpha1Client
+func (c *Clientset) SummariesV1alpha1() summariesv1alpha1.SummariesV1alpha1Interface {
+	return c.summariesV1alpha1
 }
 
 // Discovery retrieves the DiscoveryClient
@@ -116,6 +124,10 @@ func NewForConfigAndClient(c *rest.Config, httpClient *http.Client) (*Clientset,
 	if err != nil {
 		return nil, err
 	}
+	cs.summariesV1alpha1, err = summariesv1alpha1.NewForConfigAndClient(&configShallowCopy, httpClient)
+	if err != nil {
+		return nil, err
+	}
 
 	cs.DiscoveryClient, err = discovery.NewDiscoveryClientForConfigAndClient(&configShallowCopy, httpClient)
 	if err != nil {
@@ -140,6 +152,7 @@ func New(c rest.Interface) *Clientset {
 	cs.coreV1 = corev1.New(c)
 	cs.eventsV1 = eventsv1.New(c)
 	cs.eventsV1beta1 = eventsv1beta1.New(c)
+	cs.summariesV1alpha1 = summariesv1alpha1.New(c)
 
 	cs.DiscoveryClient = discovery.NewDiscoveryClient(c)
 	return &cs

@@ -18,6 +18,7 @@ package history
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -210,4 +211,21 @@ func (q query) binding(namespace, labelSelector string) string {
 	}
 	sort.Strings(terms)
 	return strings.Join([]string{namespace, labelSelector, strings.Join(terms, ","), q.rawSince, q.rawUntil}, "\x00")
+}
+
+// AbsoluteWindow returns selector with its history terms as the RFC 3339
+// times they mean at now (history.since=7d: seven days before now, and
+// history.until now unless given), so that a reader that lists the same
+// history again later, such as the event summaries' next page, reads the
+// same window. A selector without history.since is returned as it is.
+// Errors name the term at fault, as a history list's do.
+func AbsoluteWindow(selector fields.Selector, now time.Time) (fields.Selector, error) {
+	q, ok, err := parseQuery(selector, now)
+	if err != nil || !ok {
+		return selector, err
+	}
+	terms := append(slices.Clone(q.fields),
+		fields.Requirement{Field: eventconversion.FieldHistorySince, Operator: selection.Equals, Value: q.since.UTC().Format(time.RFC3339Nano)},
+		fields.Requirement{Field: eventconversion.FieldHistoryUntil, Operator: selection.Equals, Value: q.until.UTC().Format(time.RFC3339Nano)})
+	return selectorOf(terms), nil
 }

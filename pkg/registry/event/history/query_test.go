@@ -156,3 +156,41 @@ func TestContinueToken(t *testing.T) {
 		}
 	}
 }
+
+// TestAbsoluteWindow checks that the history terms become the times they
+// mean now, and that the other terms and a selector without history stay.
+func TestAbsoluteWindow(t *testing.T) {
+	tests := []struct {
+		name, selector, want, err string
+	}{
+		{name: "no history", selector: "type=Warning", want: "type=Warning"},
+		{name: "relative since", selector: "type=Warning,history.since=7d",
+			want: "type=Warning,history.since=2026-02-22T12:00:00Z,history.until=2026-03-01T12:00:00Z"},
+		{name: "since alone", selector: "history.since=90m",
+			want: "history.since=2026-03-01T10:30:00Z,history.until=2026-03-01T12:00:00Z"},
+		{name: "absolute terms stay", selector: "reason!=x,history.since=2026-02-28T00:00:00.5+01:00,history.until=1h",
+			want: "reason!=x,history.since=2026-02-27T23:00:00.5Z,history.until=2026-03-01T11:00:00Z"},
+		{name: "bad term", selector: "history.since=yesterday", err: "fieldSelector.history.since: Invalid value"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			selector, err := fields.ParseSelector(tt.selector)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := AbsoluteWindow(selector, now)
+			if tt.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.err) {
+					t.Fatalf("error %v, want one with %q", err, tt.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, got.String()); diff != "" {
+				t.Errorf("AbsoluteWindow (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

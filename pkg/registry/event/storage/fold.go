@@ -352,20 +352,11 @@ func writeFailed(live *core.Event, err error) error {
 // failed.
 const foldRetryAfterSeconds = 1
 
-// occurrencesOf is how many occurrences a stored event stands for.
-func occurrencesOf(e *core.Event) int32 {
-	count := max(e.Count, 1)
-	if e.Series != nil {
-		count = max(count, e.Series.Count)
-	}
-	return count
-}
-
 // addOccurrences adds n occurrences, the last at last, to an event: its
 // count in both the legacy fields and its series, which is Ongoing while
 // folding, and its last observation, which never goes back.
 func addOccurrences(e *core.Event, n int32, last time.Time) {
-	count := occurrencesOf(e) + n
+	count := core.Occurrences(e) + n
 	last = maxTime(last, core.LastObserved(e))
 	e.Count = count
 	e.LastTimestamp = metav1.NewTime(last)

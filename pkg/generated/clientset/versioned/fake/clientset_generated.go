@@ -26,6 +26,8 @@ import (
 	fakeeventsv1 "github.com/kube-events/events-apiserver/pkg/generated/clientset/versioned/typed/events/v1/fake"
 	eventsv1beta1 "github.com/kube-events/events-apiserver/pkg/generated/clientset/versioned/typed/events/v1beta1"
 	fakeeventsv1beta1 "github.com/kube-events/events-apiserver/pkg/generated/clientset/versioned/typed/events/v1beta1/fake"
+	summariesv1alpha1 "github.com/kube-events/events-apiserver/pkg/generated/clientset/versioned/typed/summaries/v1alpha1"
+	fakesummariesv1alpha1 "github.com/kube-events/events-apiserver/pkg/generated/clientset/versioned/typed/summaries/v1alpha1/fake"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
@@ -112,4 +114,9 @@ func (c *Clientset) EventsV1() eventsv1.EventsV1Interface {
 // EventsV1beta1 retrieves the EventsV1beta1Client
 func (c *Clientset) EventsV1beta1() eventsv1beta1.EventsV1beta1Interface {
 	return &fakeeventsv1beta1.FakeEventsV1beta1{Fake: &c.Fake}
+}
+
+// SummariesV1alpha1 retrieves the SummariesV1alpha1Client
+func (c *Clientset) SummariesV1alpha1() summariesv1alpha1.SummariesV1alpha1Interface {
+	return &fakesummariesv1alpha1.FakeSummariesV1alpha1{Fake: &c.Fake}
 }

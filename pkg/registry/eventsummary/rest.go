@@ -1,0 +1,162 @@
+/*
+Copyright The events-apiserver Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+// Package eventsummary serves the event summaries: a list of them counts
+// the events that a list of events with the same selectors returns (with
+// history.since, the history's, under the same rules), one summary per
+// namespace, type, reason, regarding kind and reporting controller, most
+// occurrences first. Lists only: a summary is computed, never stored.
+package eventsummary
+
+import (
+	"context"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
+	"k8s.io/apiserver/pkg/registry/rest"
+	"k8s.io/utils/clock"
+
+	"github.com/kube-events/events-apiserver/pkg/apis/core"
+	"github.com/kube-events/events-apiserver/pkg/apis/summaries"
+	"github.com/kube-events/events-apiserver/pkg/registry/event/history"
+)
+
+// EventsPageSize is how many events a summary reads at a time: it counts
+// a page, then reads the next, so that it holds one page of events at
+// most, whatever it counts. It is the history's page size.
+const EventsPageSize = history.MaxPageSize
+
+// REST serves lists of event summaries.
+type REST struct {
+	events rest.Lister
+	clock  clock.PassiveClock
+	TableConvertor
+}
+
+var (
+	_ rest.Storage              = &REST{}
+	_ rest.Scoper               = &REST{}
+	_ rest.Lister               = &REST{}
+	_ rest.SingularNameProvider = &REST{}
+)
+
+// NewREST returns the summaries of the events that events lists: the
+// events storage the server serves, whose lists read the history when
+// asked (history.REST) or the live store alone.
+func NewREST(events rest.Lister) *REST {
+	return &REST{events: events, clock: clock.RealClock{}}
+}
+
+// New returns an empty EventSummary.
+func (r *REST) New() runtime.Object { return &summaries.EventSummary{} }
+
+// Destroy releases nothing: the summaries hold no storage of their own.
+func (r *REST) Destroy() {}
+
+// NewList returns an empty EventSummaryList.
+func (r *REST) NewList() runtime.Object { return &summaries.EventSummaryList{} }
+
+// NamespaceScoped is true: a summary counts one namespace's events.
+func (r *REST) NamespaceScoped() bool { return true }
+
+// GetSingularName names one summary.
+func (r *REST) GetSingularName() string { return "eventsummary" }
+
+// List counts the events that a list of events with options' selectors
+// returns and answers a page of the summaries. A continue token holds the
+// window of the first page, in absolute times, so that the next pages count
+// the same history.
+func (r *REST) List(ctx context.Context, options *metainternalversion.ListOptions) (runtime.Object, error) {
+	labelSelector, fieldSelector := labels.Everything(), fields.Everything()
+	var limit int64
+	var continueToken string
+	if options != nil {
+		if options.LabelSelector != nil {
+			labelSelector = options.LabelSelector
+		}
+		if options.FieldSelector != nil {
+			fieldSelector = options.FieldSelector
+		}
+		limit, continueToken = options.Limit, options.Continue
+	}
+	binding := bindingOf(genericapirequest.NamespaceValue(ctx), labelSelector, fieldSelector)
+
+	offset := 0
+	if continueToken != "" {
+		var err error
+		var window string
+		if offset, window, err = decodeToken(continueToken, binding); err != nil {
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("continue: %v", err))
+		}
+		if fieldSelector, err = fields.ParseSelector(window); err != nil {
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("continue: %v", errInvalidToken))
+		}
+	} else {
+		var err error
+		if fieldSelector, err = history.AbsoluteWindow(fieldSelector, r.clock.Now()); err != nil {
+			return nil, apierrors.NewBadRequest(err.Error())
+		}
+	}
+
+	summarizer := NewSummarizer()
+	resourceVersion, err := r.count(ctx, summarizer, labelSelector, fieldSelector)
+	if err != nil {
+		return nil, err
+	}
+	all := summarizer.Summaries()
+	list := &summaries.EventSummaryList{}
+	list.ResourceVersion = resourceVersion
+	if offset > len(all) {
+		offset = len(all)
+	}
+	end := len(all)
+	if limit > 0 && int64(end-offset) > limit {
+		end = offset + int(limit)
+		remaining := int64(len(all) - end)
+		list.RemainingItemCount = &remaining
+		list.Continue = encodeToken(binding, fieldSelector.String(), end)
+	}
+	list.Items = all[offset:end]
+	return list, nil
+}
+
+// count pages through the events the selectors pick and counts them into
+// s. It returns the resource version of the last page.
+func (r *REST) count(ctx context.Context, s *Summarizer, labelSelector labels.Selector, fieldSelector fields.Selector) (string, error) {
+	options := &metainternalversion.ListOptions{LabelSelector: labelSelector, FieldSelector: fieldSelector, Limit: EventsPageSize}
+	for {
+		obj, err := r.events.List(ctx, options)
+		if err != nil {
+			return "", err
+		}
+		list, ok := obj.(*core.EventList)
+		if !ok {
+			return "", apierrors.NewInternalError(fmt.Errorf("listing events returned %T", obj))
+		}
+		for i := range list.Items {
+			s.Add(&list.Items[i])
+		}
+		if list.Continue == "" {
+			return list.ResourceVersion, nil
+		}
+		options.Continue = list.Continue
+	}
+}
