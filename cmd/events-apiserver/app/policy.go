@@ -59,20 +59,9 @@ func (o *Options) eventPolicy() (*eventpolicy.EventPolicy, error) {
 }
 
 func (o *Options) loadPolicy() (*eventpolicy.EventPolicy, error) {
-	policy := &v1alpha1.EventPolicy{}
-	if path := o.EventPolicyConfig; path != "" {
-		data, err := os.ReadFile(path)
-		if err != nil {
-			return nil, fmt.Errorf("--event-policy-config: %w", err)
-		}
-		decoded, kind, err := load.Decode(data)
-		if err != nil {
-			return nil, fmt.Errorf("--event-policy-config %s: %w", path, err)
-		}
-		if kind != policyKind && kind != "" {
-			return nil, fmt.Errorf("--event-policy-config %s: got kind %s, want %s (%s)", path, kind, policyKind, v1alpha1.SchemeGroupVersion)
-		}
-		policy = decoded
+	policy, err := decodePolicyFile(o.EventPolicyConfig)
+	if err != nil {
+		return nil, err
 	}
 
 	configFile := o.Recommended.Admission.ConfigFile
@@ -95,6 +84,26 @@ func (o *Options) loadPolicy() (*eventpolicy.EventPolicy, error) {
 		}
 	}
 	return load.Complete(policy)
+}
+
+// decodePolicyFile decodes the EventPolicy in the file of
+// --event-policy-config, not defaulted; no file sets nothing.
+func decodePolicyFile(path string) (*v1alpha1.EventPolicy, error) {
+	if path == "" {
+		return &v1alpha1.EventPolicy{}, nil
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("--event-policy-config: %w", err)
+	}
+	policy, kind, err := load.Decode(data)
+	if err != nil {
+		return nil, fmt.Errorf("--event-policy-config %s: %w", path, err)
+	}
+	if kind != policyKind && kind != "" {
+		return nil, fmt.Errorf("--event-policy-config %s: got kind %s, want %s (%s)", path, kind, policyKind, v1alpha1.SchemeGroupVersion)
+	}
+	return policy, nil
 }
 
 // mergeFormerPolicy copies the part of the policy that plugin's entry in

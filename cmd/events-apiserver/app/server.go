@@ -71,7 +71,10 @@ Started with only --data-dir and --secure-port, it runs an embedded etcd,
 generates its certificates, authenticates client certificates, and writes an
 admin kubeconfig to <data-dir>/kubeconfig once it is ready. In a cluster it is
 an aggregated API server delegating authentication and authorization to the
-kube-apiserver.`,
+kube-apiserver.
+
+"events-apiserver ` + KubeEventRateLimitCommandName + `" prints the configuration of
+kube-apiserver's EventRateLimit admission plugin for the event policy's limits.`,
 		SilenceUsage: true,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if printVersionIfRequested(cmd) {
@@ -102,6 +105,7 @@ kube-apiserver.`,
 	}
 	cols, _, _ := term.TerminalSize(cmd.OutOrStdout())
 	cliflag.SetUsageAndHelpFunc(cmd, fss, cols)
+	cmd.AddCommand(newKubeEventRateLimitCommand(cols))
 	return cmd
 }
 

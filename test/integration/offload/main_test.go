@@ -56,8 +56,11 @@ func run(m *testing.M) int {
 		return 1
 	}
 	cluster, err = framework.StartAggregatedCluster(framework.AggregatedClusterOptions{
-		Offload:          true,
-		ExtraServerFlags: []string{"--mirror=false", "--admission-control-config-file=" + config},
+		Offload: true,
+		// On SIGTERM, drain requests and give watches 2s (not the minute
+		// of --request-timeout), so that RestartKubeAPIServer is prompt.
+		KubeAPIServerFlags: map[string]string{"shutdown-send-retry-after": "true"},
+		ExtraServerFlags:   []string{"--mirror=false", "--admission-control-config-file=" + config},
 	})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "starting the offload cluster: %v\n", err)
