@@ -22,7 +22,6 @@ import (
 	"strings"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/duration"
@@ -30,6 +29,7 @@ import (
 
 	"github.com/kube-events/events-apiserver/pkg/apis/core"
 	"github.com/kube-events/events-apiserver/pkg/apis/core/validation"
+	"github.com/kube-events/events-apiserver/pkg/registry/table"
 )
 
 // tableColumns are kube-apiserver's columns for events, in its order, then
@@ -65,44 +65,18 @@ var _ rest.TableConvertor = TableConvertor{}
 // ConvertToTable converts an Event or EventList to a table. Every column is
 // filled in; clients hide the priority 1 ones unless asked for wide output.
 func (c TableConvertor) ConvertToTable(_ context.Context, obj runtime.Object, tableOptions runtime.Object) (*metav1.Table, error) {
-	noHeaders := false
-	if tableOptions != nil {
-		opts, ok := tableOptions.(*metav1.TableOptions)
-		if !ok {
-			return nil, fmt.Errorf("unrecognized type %T for table options, can't display tabular output", tableOptions)
-		}
-		if opts != nil {
-			noHeaders = opts.NoHeaders
-		}
-	}
 	now := time.Now
 	if c.Now != nil {
 		now = c.Now
 	}
-
-	table := &metav1.Table{}
-	switch t := obj.(type) {
-	case *core.Event:
-		table.Rows = []metav1.TableRow{eventRow(t, now())}
-		if m, err := meta.CommonAccessor(obj); err == nil {
-			table.ResourceVersion = m.GetResourceVersion()
+	at := now()
+	return table.Build(obj, tableOptions, tableColumns, func(item runtime.Object) (metav1.TableRow, error) {
+		event, ok := item.(*core.Event)
+		if !ok {
+			return metav1.TableRow{}, fmt.Errorf("no table printer for %T", item)
 		}
-	case *core.EventList:
-		at := now()
-		table.Rows = make([]metav1.TableRow, 0, len(t.Items))
-		for i := range t.Items {
-			table.Rows = append(table.Rows, eventRow(&t.Items[i], at))
-		}
-		table.ResourceVersion = t.ResourceVersion
-		table.Continue = t.Continue
-		table.RemainingItemCount = t.RemainingItemCount
-	default:
-		return nil, fmt.Errorf("no table printer for %T", obj)
-	}
-	if !noHeaders {
-		table.ColumnDefinitions = tableColumns
-	}
-	return table, nil
+		return eventRow(event, at), nil
+	})
 }
 
 // eventRow is one event's row; the cells are in tableColumns' order.

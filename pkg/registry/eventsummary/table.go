@@ -21,13 +21,13 @@ import (
 	"fmt"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/duration"
 	"k8s.io/apiserver/pkg/registry/rest"
 
 	"github.com/kube-events/events-apiserver/pkg/apis/summaries"
+	"github.com/kube-events/events-apiserver/pkg/registry/table"
 )
 
 // tableColumns are what kubectl get eventsummaries prints; the priority 1
@@ -55,44 +55,18 @@ var _ rest.TableConvertor = TableConvertor{}
 
 // ConvertToTable converts an EventSummary or EventSummaryList to a table.
 func (c TableConvertor) ConvertToTable(_ context.Context, obj runtime.Object, tableOptions runtime.Object) (*metav1.Table, error) {
-	noHeaders := false
-	if tableOptions != nil {
-		opts, ok := tableOptions.(*metav1.TableOptions)
-		if !ok {
-			return nil, fmt.Errorf("unrecognized type %T for table options, can't display tabular output", tableOptions)
-		}
-		if opts != nil {
-			noHeaders = opts.NoHeaders
-		}
-	}
 	now := time.Now
 	if c.Now != nil {
 		now = c.Now
 	}
-
-	table := &metav1.Table{}
-	switch t := obj.(type) {
-	case *summaries.EventSummary:
-		table.Rows = []metav1.TableRow{summaryRow(t, now())}
-		if m, err := meta.CommonAccessor(obj); err == nil {
-			table.ResourceVersion = m.GetResourceVersion()
+	at := now()
+	return table.Build(obj, tableOptions, tableColumns, func(item runtime.Object) (metav1.TableRow, error) {
+		summary, ok := item.(*summaries.EventSummary)
+		if !ok {
+			return metav1.TableRow{}, fmt.Errorf("no table printer for %T", item)
 		}
-	case *summaries.EventSummaryList:
-		at := now()
-		table.Rows = make([]metav1.TableRow, 0, len(t.Items))
-		for i := range t.Items {
-			table.Rows = append(table.Rows, summaryRow(&t.Items[i], at))
-		}
-		table.ResourceVersion = t.ResourceVersion
-		table.Continue = t.Continue
-		table.RemainingItemCount = t.RemainingItemCount
-	default:
-		return nil, fmt.Errorf("no table printer for %T", obj)
-	}
-	if !noHeaders {
-		table.ColumnDefinitions = tableColumns
-	}
-	return table, nil
+		return summaryRow(summary, at), nil
+	})
 }
 
 // summaryRow is one summary's row; the cells are in tableColumns' order.
