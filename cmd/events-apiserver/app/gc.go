@@ -17,6 +17,7 @@ limitations under the License.
 package app
 
 import (
+	"errors"
 	"log/slog"
 	"os"
 	"runtime/debug"
@@ -56,7 +57,21 @@ const MemoryLimitRatio = 0.8
 // GOMEMLIMIT, or AUTOMEMLIMIT=off; a process without a memory limit keeps
 // none.
 func SetMemoryLimit() {
-	setMemoryLimit(memlimit.FromCgroup, klog.Background())
+	logger := klog.Background().V(2) // it runs before the flags, --version included: quiet
+	setMemoryLimit(unreadableAsNoLimit(memlimit.FromCgroup, logger), logger)
+}
+
+// unreadableAsNoLimit is limit, where a limit that cannot be read (no
+// /proc, not Linux) is no limit to follow rather than an error.
+func unreadableAsNoLimit(limit memlimit.Provider, logger klog.Logger) memlimit.Provider {
+	return func() (uint64, error) {
+		bytes, err := limit()
+		if err != nil && !errors.Is(err, memlimit.ErrNoLimit) {
+			logger.Info("No memory limit to follow", "reason", err.Error())
+			return 0, memlimit.ErrNoLimit
+		}
+		return bytes, err
+	}
 }
 
 func setMemoryLimit(limit memlimit.Provider, logger klog.Logger) {

@@ -17,6 +17,7 @@ limitations under the License.
 package app
 
 import (
+	"errors"
 	"math"
 	"os"
 	"runtime/debug"
@@ -41,6 +42,9 @@ func TestSetMemoryLimit(t *testing.T) {
 	}{
 		{name: "a container limit", limit: memlimit.Limit(containerLimit), want: share(containerLimit)},
 		{name: "no container limit", limit: func() (uint64, error) { return 0, memlimit.ErrNoLimit }, want: math.MaxInt64},
+		{name: "a limit that cannot be read", limit: unreadableAsNoLimit(func() (uint64, error) {
+			return 0, errors.New("failed to open /proc/self/mountinfo: no such file or directory")
+		}, ktesting.NewLogger(t, ktesting.NewConfig())), want: math.MaxInt64},
 		{name: "GOMEMLIMIT set", env: map[string]string{"GOMEMLIMIT": "700MiB"}, limit: memlimit.Limit(containerLimit), want: before},
 		{name: "AUTOMEMLIMIT=off", env: map[string]string{"AUTOMEMLIMIT": "off"}, limit: memlimit.Limit(containerLimit), want: before},
 	}
