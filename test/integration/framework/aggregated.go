@@ -34,6 +34,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"testing"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -846,4 +847,26 @@ func (c *AggregatedCluster) AggregateClusterRoles(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// KubeClient is a clientset of cfg, failing t if it cannot be made.
+func KubeClient(t testing.TB, cfg *rest.Config) kubernetes.Interface {
+	t.Helper()
+	c, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// NewNamespace creates a namespace for one test in kube-apiserver, its name
+// generated from prefix.
+func (c *AggregatedCluster) NewNamespace(ctx context.Context, t testing.TB, prefix string) string {
+	t.Helper()
+	ns, err := KubeClient(t, c.AdminConfig).CoreV1().Namespaces().Create(ctx,
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ns.Name
 }

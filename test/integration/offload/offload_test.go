@@ -42,26 +42,17 @@ import (
 	ourcorev1 "github.com/kube-events/events-apiserver/pkg/apis/core/v1"
 	ourv1 "github.com/kube-events/events-apiserver/pkg/apis/events/v1"
 	"github.com/kube-events/events-apiserver/pkg/generated/clientset/versioned"
+	"github.com/kube-events/events-apiserver/test/integration/framework"
 )
 
 func kubeClient(t *testing.T, cfg *rest.Config) kubernetes.Interface {
-	t.Helper()
-	c, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
+	return framework.KubeClient(t, cfg)
 }
 
 // newNamespace creates a namespace for one test in kube-apiserver.
 func newNamespace(t *testing.T) string {
 	t.Helper()
-	ns, err := kubeClient(t, cluster.AdminConfig).CoreV1().Namespaces().Create(testContext(t),
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "offload-"}}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return ns.Name
+	return cluster.NewNamespace(testContext(t), t, "offload-")
 }
 
 func podRef(namespace, name string) *corev1.ObjectReference {

@@ -48,23 +48,13 @@ const automanagedLabel = "kube-aggregator.kubernetes.io/automanaged"
 var apiServicesGVR = schema.GroupVersionResource{Group: "apiregistration.k8s.io", Version: "v1", Resource: "apiservices"}
 
 func kubeClient(t *testing.T, cfg *rest.Config) kubernetes.Interface {
-	t.Helper()
-	c, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
+	return framework.KubeClient(t, cfg)
 }
 
 // newNamespace creates a namespace for one test in kube-apiserver.
 func newNamespace(t *testing.T) string {
 	t.Helper()
-	ns, err := kubeClient(t, cluster.AdminConfig).CoreV1().Namespaces().Create(testContext(t),
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "takeover-"}}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return ns.Name
+	return cluster.NewNamespace(testContext(t), t, "takeover-")
 }
 
 func podRef(namespace, name string) *corev1.ObjectReference {
