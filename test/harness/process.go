@@ -25,10 +25,12 @@ limitations under the License.
 package harness
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -143,8 +145,62 @@ func (p *Process) Signal(sig syscall.Signal) error {
 	return cmd.Process.Signal(sig)
 }
 
-// Pause stops the process (SIGSTOP), as a stalled disk or VM does.
-func (p *Process) Pause() error { return p.Signal(syscall.SIGSTOP) }
+// Pause stops the process (SIGSTOP), as a stalled disk or VM does, and
+// returns once every thread of it has stopped.
+func (p *Process) Pause() error {
+	p.mu.Lock()
+	cmd := p.cmd
+	p.mu.Unlock()
+	if cmd == nil {
+		return fmt.Errorf("%s never started", p.Name)
+	}
+	return StopProcess(cmd.Process)
+}
+
+// StopProcess sends SIGSTOP to process and waits until the kernel shows
+// each of its threads stopped: the signal is only queued when kill(2)
+// returns, and a thread already running may answer one more request.
+func StopProcess(process *os.Process) error {
+	if err := process.Signal(syscall.SIGSTOP); err != nil {
+		return err
+	}
+	tasks := fmt.Sprintf("/proc/%d/task", process.Pid)
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		stopped, err := allThreadsStopped(tasks)
+		if err != nil || stopped {
+			return err
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("pid %d did not stop within 10s of SIGSTOP", process.Pid)
+		}
+	}
+}
+
+// allThreadsStopped reads the state field of /proc/<pid>/task/*/stat.
+func allThreadsStopped(tasks string) (bool, error) {
+	entries, err := os.ReadDir(tasks)
+	if err != nil {
+		return false, err
+	}
+	for _, e := range entries {
+		stat, err := os.ReadFile(filepath.Join(tasks, e.Name(), "stat"))
+		if errors.Is(err, os.ErrNotExist) {
+			continue // the thread exited
+		}
+		if err != nil {
+			return false, err
+		}
+		// "pid (comm) S ...": comm may hold spaces and parentheses.
+		i := bytes.LastIndexByte(stat, ')')
+		if i < 0 || i+2 >= len(stat) {
+			return false, fmt.Errorf("unexpected %s/%s/stat: %q", tasks, e.Name(), stat)
+		}
+		if state := stat[i+2]; state != 'T' && state != 't' {
+			return false, nil
+		}
+	}
+	return true, nil
+}
 
 // Resume continues a paused process (SIGCONT).
 func (p *Process) Resume() error { return p.Signal(syscall.SIGCONT) }

@@ -38,6 +38,7 @@ import (
 	"github.com/kube-events/events-apiserver/pkg/archive"
 	"github.com/kube-events/events-apiserver/pkg/archive/archivetest"
 	"github.com/kube-events/events-apiserver/test/freeport"
+	"github.com/kube-events/events-apiserver/test/harness"
 )
 
 // The service tests run the victoria-logs binary hack/victorialogs-assets.sh
@@ -309,7 +310,7 @@ func TestPausedServiceIsUnavailable(t *testing.T) {
 		t.Fatalf("query before the pause: %v", err)
 	}
 
-	if err := node.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+	if err := harness.StopProcess(node.cmd.Process); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = node.cmd.Process.Signal(syscall.SIGCONT) })
