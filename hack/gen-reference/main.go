@@ -23,7 +23,9 @@ limitations under the License.
 //     their component-base metrics.New* calls;
 //   - selectors.md: every field selector each served version accepts, from
 //     the scheme's field label conversions, and which ones the watch cache
-//     indexes.
+//     indexes;
+//
+// and the values table of the chart's README.md, from its values.yaml.
 //
 // hack/update-reference.sh runs it; hack/verify-reference.sh fails when the
 // committed pages differ from what it writes.
@@ -40,8 +42,17 @@ import (
 func main() {
 	out := flag.String("out", "docs/reference", "directory to write the pages to")
 	root := flag.String("root", ".", "root of the module, whose packages' metrics are documented")
+	chart := flag.String("chart", "charts/events-apiserver", "directory of the chart whose README.md gets the values table")
+	chartReadme := flag.String("chart-readme", "", "file to write the chart's README.md to; the chart's own when empty")
 	flag.Parse()
+	if *chartReadme == "" {
+		*chartReadme = filepath.Join(*chart, "README.md")
+	}
 	if err := run(*root, *out); err != nil {
+		fmt.Fprintln(os.Stderr, "gen-reference:", err)
+		os.Exit(1)
+	}
+	if err := writeChartReadme(*chart, *chartReadme); err != nil {
 		fmt.Fprintln(os.Stderr, "gen-reference:", err)
 		os.Exit(1)
 	}
@@ -67,4 +78,22 @@ func run(root, out string) error {
 		}
 	}
 	return nil
+}
+
+// writeChartReadme writes the chart's README.md, with its values table
+// written from its values.yaml, to out.
+func writeChartReadme(chart, out string) error {
+	readme, err := os.ReadFile(filepath.Join(chart, "README.md")) //nolint:gosec // a file of the source tree
+	if err != nil {
+		return err
+	}
+	values, err := os.ReadFile(filepath.Join(chart, "values.yaml")) //nolint:gosec // a file of the source tree
+	if err != nil {
+		return err
+	}
+	updated, err := withValuesTable(readme, values)
+	if err != nil {
+		return fmt.Errorf("%s: %w", filepath.Join(chart, "README.md"), err)
+	}
+	return os.WriteFile(out, updated, 0o644) //nolint:gosec // public documentation
 }

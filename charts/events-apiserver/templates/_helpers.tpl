@@ -29,6 +29,37 @@ https://events-etcd-0.events-etcd-peer.events-apiserver.svc:2379,https://events-
 {{- if has .Values.mode (list "offload" "takeover") }}true{{ end }}
 {{- end }}
 
+{{/* A pod spec's scheduling fields from a values block with nodeSelector, tolerations, affinity and priorityClassName; nothing for the empty defaults. */}}
+{{- define "events-apiserver.scheduling" -}}
+{{- with .priorityClassName }}
+priorityClassName: {{ . }}
+{{- end }}
+{{- with .nodeSelector }}
+nodeSelector:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .affinity }}
+affinity:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .tolerations }}
+tolerations:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end }}
+
+{{/* The event policy file of eventPolicy, as --event-policy-config reads it. */}}
+{{- define "events-apiserver.eventPolicy" -}}
+apiVersion: eventpolicy.config.events.k8s.io/v1alpha1
+kind: EventPolicy
+{{ toYaml .Values.eventPolicy }}
+{{- end }}
+
+{{/* The name of the event policy's ConfigMap, with a hash of its content so that a change rolls the pods. */}}
+{{- define "events-apiserver.eventPolicyConfigMap" -}}
+events-apiserver-event-policy-{{ include "events-apiserver.eventPolicy" . | sha256sum | trunc 10 }}
+{{- end }}
+
 {{/* Fails on combinations the overlays do not offer. */}}
 {{- define "events-apiserver.validate" -}}
 {{- if not (has .Values.mode (list "mirror" "offload" "takeover")) }}
@@ -42,6 +73,12 @@ https://events-etcd-0.events-etcd-peer.events-apiserver.svc:2379,https://events-
 {{- end }}
 {{- if and (not .Values.certificates.certManager) (not .Values.certificates.caBundle) }}
 {{- fail "certificates.certManager false needs certificates.caBundle" }}
+{{- end }}
+{{- if and .Values.history.enabled (not (regexMatch "^[0-9]+h$" (toString .Values.history.retention))) }}
+{{- fail (printf "history.retention %q: want whole hours, e.g. 720h, which both the server and VictoriaLogs read" (toString .Values.history.retention)) }}
+{{- end }}
+{{- if and .Values.history.enabled (lt (trimSuffix "h" (toString .Values.history.retention) | atoi) 24) }}
+{{- fail (printf "history.retention %s: want at least 24h" .Values.history.retention) }}
 {{- end }}
 {{- if and .Values.history.enabled (not (has .Values.history.layout (list "single" "cluster"))) }}
 {{- fail (printf "history.layout %q: want single or cluster" .Values.history.layout) }}

@@ -88,8 +88,9 @@ var helmBinary = sync.OnceValues(func() (string, error) {
 	return strings.TrimSpace(string(out)), nil
 })
 
-// helmTemplate renders the chart with the pinned helm and values.
-func helmTemplate(t *testing.T, values ...string) (string, error) {
+// helmTemplate renders the chart with the pinned helm, the values file
+// valuesFile (when not empty) and values (--set).
+func helmTemplate(t *testing.T, valuesFile string, values ...string) (string, error) {
 	t.Helper()
 	helm, err := helmBinary()
 	if err != nil {
@@ -97,14 +98,23 @@ func helmTemplate(t *testing.T, values ...string) (string, error) {
 	}
 	root := repoRoot(t)
 	args := []string{"template", "events-apiserver", filepath.Join(root, "charts", "events-apiserver")}
+	if valuesFile != "" {
+		args = append(args, "--values", valuesFile)
+	}
 	for _, v := range values {
 		args = append(args, "--set", v)
 	}
 	return run(t, t.TempDir(), helm, args...)
 }
 
-// generatedHash is kustomize's suffix on a generated ConfigMap's name.
-var generatedHash = regexp.MustCompile(`^(events-apiserver-etcd)-[a-z0-9]{10}$`)
+// generatedHash is the suffix of a ConfigMap's name that changes with its
+// content: kustomize's generators add one, and the chart one of its own.
+var generatedHash = regexp.MustCompile(`^(events-apiserver-(?:etcd|event-policy))-[a-z0-9]{10}$`)
+
+// yamlData are the ConfigMap keys that hold a YAML file: compared as the
+// objects they hold, since the chart writes them out from values (sorted,
+// without the overlay's comments).
+var yamlData = map[string]bool{"event-policy.yaml": true}
 
 // objects parses a multi-document YAML stream into objects keyed by
 // apiVersion, kind, namespace and name.
@@ -125,6 +135,17 @@ func objects(t *testing.T, stream string) map[string]any {
 			continue
 		}
 		unhash(obj)
+		if data, ok := obj["data"].(map[string]any); ok && obj["kind"] == "ConfigMap" {
+			for k, v := range data {
+				if text, ok := v.(string); ok && yamlData[k] {
+					var parsed any
+					if err := yaml.Unmarshal([]byte(text), &parsed); err != nil {
+						t.Fatalf("parsing the ConfigMap's %s: %v", k, err)
+					}
+					data[k] = parsed
+				}
+			}
+		}
 		meta, _ := obj["metadata"].(map[string]any)
 		key := fmt.Sprintf("%s %s %s/%s", obj["apiVersion"], obj["kind"], meta["namespace"], meta["name"])
 		if _, dup := out[key]; dup {
@@ -209,10 +230,12 @@ components:
 	}
 	monitoring := []string{"serviceMonitor.enabled=true", "podMonitors.enabled=true", "prometheusRule.enabled=true", "grafanaDashboard.enabled=true"}
 
+	configured := filepath.Join(root, "artifacts", "examples", "configured")
 	cases := []struct {
-		name    string
-		overlay string
-		values  []string
+		name       string
+		overlay    string
+		valuesFile string
+		values     []string
 	}{
 		{name: "default", overlay: filepath.Join(root, "artifacts", "overlays", "default")},
 		{name: "offload", overlay: filepath.Join(root, "artifacts", "overlays", "offload"), values: []string{"mode=offload", "history.enabled=false"}},
@@ -220,6 +243,9 @@ components:
 		{name: "external etcd", overlay: filepath.Join(root, "artifacts", "overlays", "external-etcd"), values: []string{"etcd.bundled=false", "history.enabled=false"}},
 		{name: "victorialogs cluster", overlay: filepath.Join(root, "artifacts", "overlays", "victorialogs-cluster"), values: []string{"history.layout=cluster"}},
 		{name: "kube v1 preferred", overlay: variant, values: []string{"kubeV1Preferred=true"}},
+		// Every setting of docs/install.md#configuration, the kustomize way
+		// and in the chart's values.
+		{name: "configured", overlay: configured, valuesFile: filepath.Join(configured, "values.yaml")},
 		{
 			name:    "default monitored",
 			overlay: monitored("default-monitored", "default", "monitoring", "monitoring-etcd", "monitoring-victorialogs"),
@@ -250,7 +276,7 @@ components:
 			if err != nil {
 				t.Fatal(err)
 			}
-			rendered, err := helmTemplate(t, tc.values...)
+			rendered, err := helmTemplate(t, tc.valuesFile, tc.values...)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -282,10 +308,12 @@ func TestChartRefuses(t *testing.T) {
 		{"takeover with an external etcd", []string{"mode=takeover", "etcd.bundled=false"}, "mode takeover needs etcd.bundled"},
 		{"an unknown mode", []string{"mode=proxy"}, `mode "proxy": want mirror, offload or takeover`},
 		{"an unknown history layout", []string{"history.layout=replicated"}, `history.layout "replicated": want single or cluster`},
+		{"a retention in days", []string{"history.retention=30d"}, `history.retention "30d": want whole hours`},
+		{"a retention under a day", []string{"history.retention=12h"}, "history.retention 12h: want at least 24h"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := helmTemplate(t, tc.values...)
+			_, err := helmTemplate(t, "", tc.values...)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("helm template --set %s: error %v, want one saying %q", strings.Join(tc.values, ","), err, tc.want)
 			}

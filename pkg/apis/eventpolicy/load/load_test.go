@@ -17,6 +17,8 @@ limitations under the License.
 package load
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -184,6 +186,27 @@ func TestDefault(t *testing.T) {
 	}
 	if got := Default().Series.AbandonedAfter(); got != 36*time.Minute {
 		t.Errorf("default abandoned after %s, want 36m", got)
+	}
+}
+
+// TestShippedPolicyIsTheDefault: the file of the event-policy component,
+// which says it spells out the built-in policy, is that policy, so that an
+// operator who edits one value changes that value only.
+func TestShippedPolicyIsTheDefault(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("..", "..", "..", "..", "artifacts", "components", "event-policy", "event-policy.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	versioned, kind, err := Decode(data)
+	if err != nil || kind != "EventPolicy" {
+		t.Fatalf("Decode: kind %q, error %v; want an EventPolicy", kind, err)
+	}
+	policy, err := Complete(versioned)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(Default(), policy); diff != "" {
+		t.Errorf("artifacts/components/event-policy/event-policy.yaml (-built-in +file):\n%s", diff)
 	}
 }
 
