@@ -21,6 +21,10 @@ IMAGE_ARCHIVE ?= _output/events-apiserver-image.tar
 image: ## Build the container image without a container engine into IMAGE_ARCHIVE (OCI layout + docker manifest; IMAGE=name:tag).
 	hack/build-image.sh $(IMAGE_ARCHIVE)
 
+.PHONY: release
+release: ## Build a release into _output/release (VERSION=vX.Y.Z required; IMAGE_REPOSITORY): the image, one install manifest and the chart pinned to its digest, release notes from CHANGELOG.md.
+	VERSION=$(VERSION) hack/release.sh
+
 .PHONY: lint
 lint: ## Run golangci-lint (.golangci.yml) and logcheck (structured, contextual klog).
 	hack/verify-lint.sh

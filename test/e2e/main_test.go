@@ -35,9 +35,15 @@ import (
 	"time"
 )
 
-// The images the suite imports; the names are the manifests'.
+// The images the suite imports; the names are the manifests'. The
+// server's image is the release's (make release), under the name the
+// overlays and the chart give it too.
 const (
 	serverImage = "docker.io/library/events-apiserver:latest"
+	// releaseVersion and releaseImage are the release the suite builds and
+	// installs (TestDefaultOverlay applies its manifest).
+	releaseVersion = "v0.0.0-e2e"
+	releaseImage   = "ghcr.io/kube-events/events-apiserver:" + releaseVersion
 )
 
 // suite is what TestMain set up for the scenarios.
@@ -48,6 +54,8 @@ var suite struct {
 	images map[string]string
 	// etcdImage is the bundled etcd's image reference in the manifests.
 	etcdImage string
+	// release is the directory of the release make release built.
+	release string
 }
 
 func TestMain(m *testing.M) {
@@ -112,6 +120,11 @@ func runSuite(m *testing.M) int {
 	for ref, archive := range suite.images {
 		if err := c.ImportImage(ctx, archive); err != nil {
 			code = fail(fmt.Errorf("importing %s: %w", ref, err))
+		}
+	}
+	if code == 0 {
+		if err := c.TagImage(ctx, releaseImage, serverImage); err != nil {
+			code = fail(err)
 		}
 	}
 	if code == 0 {
@@ -207,8 +220,9 @@ func buildImages(ctx context.Context, root, assets, dir string) error {
 	if err != nil {
 		return fmt.Errorf("hack/victorialogs-assets.sh: %w", err)
 	}
+	suite.release = filepath.Join(dir, "release")
 	suite.images = map[string]string{
-		serverImage:     filepath.Join(dir, "events-apiserver.tar"),
+		releaseImage:    filepath.Join(suite.release, "events-apiserver-image-"+releaseVersion+".tar"),
 		suite.etcdImage: filepath.Join(dir, "etcd.tar"),
 		sandboxImage:    filepath.Join(dir, "pause.tar"),
 		archiveImage:    filepath.Join(dir, "victoria-logs.tar"),
@@ -222,7 +236,7 @@ func buildImages(ctx context.Context, root, assets, dir string) error {
 		}
 		return nil
 	}
-	if err := run([]string{"IMAGE=" + serverImage}, "make", "image", "IMAGE_ARCHIVE="+suite.images[serverImage]); err != nil {
+	if err := run([]string{"RELEASE_DIR=" + suite.release}, "make", "release", "VERSION="+releaseVersion); err != nil {
 		return err
 	}
 	pause := filepath.Join(dir, "pause")

@@ -143,14 +143,16 @@ spec:
 %s`, name, capacity, dir, claimRef)
 }
 
-// installDefault installs overlays/default the way artifacts/README.md's
-// "Install without cert-manager" says, and returns how long the server
-// took to be Available through the aggregator.
+// installDefault installs the release's manifest (overlays/default, the
+// image pinned by digest) the way its notes say without cert-manager, and
+// returns how long the server took to be Available through the
+// aggregator.
 func installDefault(t *testing.T, ctx context.Context) time.Duration {
 	t.Helper()
 	c := suite.cluster
 	dir := c.path("my-events-install")
-	gen := exec.CommandContext(ctx, filepath.Join(suite.root, "hack", "gen-serving-cert.sh"), dir)
+	gen := exec.CommandContext(ctx, filepath.Join(suite.root, "hack", "gen-serving-cert.sh"), dir,
+		filepath.Join(suite.release, "events-apiserver.yaml"))
 	gen.Dir = suite.root
 	if out, err := gen.CombinedOutput(); err != nil {
 		t.Fatalf("hack/gen-serving-cert.sh: %v: %s", err, out)
@@ -314,13 +316,20 @@ spec:
 `, workloadNamespace, sandboxImage, serverImage, missingImage)
 }
 
-// TestDefaultOverlay: overlays/default (mirror mode) installed
-// with the README's commands; the APIService Available through the real
-// Service; a workload's real events read back through the aggregator.
+// TestDefaultOverlay: overlays/default (mirror mode) installed from the
+// release's manifest, its pods running the release's image by digest; the
+// APIService Available through the real Service; a workload's real events
+// read back through the aggregator.
 func TestDefaultOverlay(t *testing.T) {
 	ctx := context.Background()
 	c := suite.cluster
 	installDefault(t, ctx)
+
+	running := mustKubectl(t, ctx, "-n", "events-apiserver", "get", "pods", "-l", "app.kubernetes.io/name=events-apiserver",
+		"-o", "jsonpath={.items[*].spec.containers[0].image}")
+	if images := strings.Fields(running); len(images) == 0 || !strings.HasPrefix(images[0], "ghcr.io/kube-events/events-apiserver@sha256:") {
+		t.Fatalf("server pods run %q, want the release's image by digest", running)
+	}
 
 	// The APIService goes through the Service in front of the pods.
 	svc, err := c.Client.CoreV1().Services("events-apiserver").Get(ctx, "events-apiserver", metav1.GetOptions{})
