@@ -44,10 +44,10 @@ func helm(ctx context.Context, args ...string) (string, error) {
 }
 
 // TestHelmInstall installs the chart in place of the kustomize install:
-// the kustomize install is deleted with `kubectl delete -k`, the chart is
-// installed with the certificates hack/gen-serving-cert.sh made (the chart's
-// certificates.certManager=false), and the server answers through the
-// aggregator again.
+// the kustomize install is uninstalled as docs/operations.md says, the
+// chart is installed with the certificates hack/gen-serving-cert.sh made
+// (the chart's certificates.certManager=false), the server answers through
+// the aggregator again, and the chart is uninstalled the same way.
 func TestHelmInstall(t *testing.T) {
 	ctx := context.Background()
 	c := suite.cluster
@@ -56,9 +56,11 @@ func TestHelmInstall(t *testing.T) {
 		t.Fatalf("no kustomize install to replace (TestDefaultOverlay runs first): %v", err)
 	}
 	start := time.Now()
-	mustKubectl(t, ctx, "delete", "-k", install, "--wait=true", "--timeout=5m")
-	mustKubectl(t, ctx, "delete", "persistentvolume", "events-etcd-0", "events-etcd-1", "events-etcd-2", "events-victorialogs", "--wait=true", "--timeout=2m")
-	logf(t, "kustomize install deleted in %s", time.Since(start).Round(time.Second))
+	uninstall(t, ctx, func() error {
+		_, err := kubectl(ctx, "", "delete", "-k", install, "--ignore-not-found", "--wait=true", "--timeout=5m")
+		return err
+	}, "events-etcd-0", "events-etcd-1", "events-etcd-2", "events-victorialogs")
+	logf(t, "kustomize install uninstalled in %s", time.Since(start).Round(time.Second))
 
 	etcdVolumes(t, ctx, "chart-etcd")
 	archiveVolume(t, ctx, "chart-victorialogs")
@@ -100,11 +102,43 @@ func TestHelmInstall(t *testing.T) {
 		t.Fatalf("no events of %s/missing-image through the chart's install: %v", workloadNamespace, err)
 	}
 	logf(t, "chart install serves %s/missing-image: reasons %v", workloadNamespace, reasons(events))
-	if out, err := helm(ctx, "uninstall", "events-apiserver", "--wait", "--timeout=5m"); err != nil {
-		t.Error(err)
-	} else {
-		logf(t, "helm uninstall: %s", firstLine(out))
+	start = time.Now()
+	uninstall(t, ctx, func() error {
+		out, err := helm(ctx, "uninstall", "events-apiserver", "--wait", "--timeout=5m")
+		if err == nil {
+			logf(t, "helm uninstall: %s", firstLine(out))
+		}
+		return err
+	}, "chart-etcd-0", "chart-etcd-1", "chart-etcd-2", "chart-victorialogs")
+	logf(t, "chart install uninstalled in %s", time.Since(start).Round(time.Second))
+}
+
+// uninstall runs the uninstall of docs/operations.md (mirror mode: steps 3
+// to 5): the APIServices first, after which discovery is whole again
+// (`kubectl api-resources` succeeds, no group missing); then the install
+// itself, removeInstall, with its Namespace and so the StatefulSets'
+// claims; then the volumes, whose reclaim policy here is Retain.
+func uninstall(t *testing.T, ctx context.Context, removeInstall func() error, volumes ...string) {
+	t.Helper()
+	mustKubectl(t, ctx, "delete", "apiservice", "v1beta1.events.k8s.io", "v1alpha1.summaries.kube-events.io")
+	var lastErr error
+	if err := wait.PollUntilContextTimeout(ctx, time.Second, time.Minute, true, func(ctx context.Context) (bool, error) {
+		_, lastErr = kubectl(ctx, "", "api-resources")
+		return lastErr == nil, nil
+	}); err != nil {
+		t.Fatalf("discovery incomplete a minute after the APIServices were deleted: %v", lastErr)
 	}
+	if err := removeInstall(); err != nil {
+		t.Fatal(err)
+	}
+	var left string
+	if err := wait.PollUntilContextTimeout(ctx, time.Second, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
+		left, lastErr = kubectl(ctx, "", "get", "namespace", serverNamespace, "--ignore-not-found", "-o", "name")
+		return lastErr == nil && strings.TrimSpace(left) == "", nil
+	}); err != nil {
+		t.Fatalf("namespace %s 3 minutes after the uninstall: %q, %v; want it gone", serverNamespace, left, lastErr)
+	}
+	mustKubectl(t, ctx, append([]string{"delete", "persistentvolume", "--wait=true", "--timeout=2m"}, volumes...)...)
 }
 
 func firstLine(s string) string {
