@@ -32,12 +32,20 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/sets"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 )
@@ -291,7 +299,72 @@ components:
 					}
 				}
 			}
+			expectNetworkPolicyPortsExist(t, got)
 		})
+	}
+}
+
+// expectNetworkPolicyPortsExist: every port a NetworkPolicy admits by name
+// is the name of a container port of a pod it selects. A name no selected
+// pod has matches nothing, so the policy would shut out what it means to
+// let in, on a CNI that enforces it.
+func expectNetworkPolicyPortsExist(t *testing.T, objs map[string]any) {
+	t.Helper()
+	type podTemplate struct {
+		name   string
+		labels labels.Set
+		ports  sets.Set[string]
+	}
+	var pods []podTemplate
+	var policies []networkingv1.NetworkPolicy
+	for key, obj := range objs {
+		u := obj.(map[string]any)
+		switch u["kind"] {
+		case "Deployment", "StatefulSet":
+			var workload struct {
+				Spec struct {
+					Template corev1.PodTemplateSpec `json:"template"`
+				} `json:"spec"`
+			}
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u, &workload); err != nil {
+				t.Fatalf("%s: %v", key, err)
+			}
+			pod := podTemplate{name: key, labels: workload.Spec.Template.Labels, ports: sets.New[string]()}
+			for _, c := range workload.Spec.Template.Spec.Containers {
+				for _, p := range c.Ports {
+					pod.ports.Insert(p.Name)
+				}
+			}
+			pods = append(pods, pod)
+		case "NetworkPolicy":
+			var policy networkingv1.NetworkPolicy
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u, &policy); err != nil {
+				t.Fatalf("%s: %v", key, err)
+			}
+			policies = append(policies, policy)
+		}
+	}
+	for _, policy := range policies {
+		selector, err := metav1.LabelSelectorAsSelector(&policy.Spec.PodSelector)
+		if err != nil {
+			t.Fatalf("NetworkPolicy %s: %v", policy.Name, err)
+		}
+		var selected []podTemplate
+		for _, pod := range pods {
+			if selector.Matches(pod.labels) {
+				selected = append(selected, pod)
+			}
+		}
+		for _, rule := range policy.Spec.Ingress {
+			for _, port := range rule.Ports {
+				if port.Port == nil || port.Port.Type != intstr.String {
+					continue
+				}
+				if !slices.ContainsFunc(selected, func(pod podTemplate) bool { return pod.ports.Has(port.Port.StrVal) }) {
+					t.Errorf("NetworkPolicy %s admits port %q, which no pod it selects names", policy.Name, port.Port.StrVal)
+				}
+			}
+		}
 	}
 }
 
