@@ -37,6 +37,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/kube-events/events-apiserver/test/harness"
 )
 
 // Config sizes a run.
@@ -128,8 +130,11 @@ type Result struct {
 	Events   int64                   // events in the store at the lists
 	Lists    map[string]listResult   // by selector row
 	RSSBytes float64
-	Watches  map[int]*watchResult // by watcher count; nil when not run
-	Fill     createResult         // the creates that filled the store to Events
+	// EtcdBytes is the size of etcd's database in use (pages holding
+	// data) with Events in the store.
+	EtcdBytes float64
+	Watches   map[int]*watchResult // by watcher count; nil when not run
+	Fill      createResult         // the creates that filled the store to Events
 }
 
 // listRows are the lists measured: a label, events.k8s.io or core/v1, a
@@ -243,6 +248,15 @@ func measure(ctx context.Context, cfg Config, t *target) (*Result, error) {
 		return r, err
 	}
 	cfg.logf("%s: RSS %.0f MiB at %d events (%s)", t.name, r.RSSBytes/(1<<20), r.Events, breakdown)
+	etcd, err := harness.ScrapeMetricsURL(ctx, t.etcdURL+"/metrics")
+	if err != nil {
+		return r, fmt.Errorf("etcd: %w", err)
+	}
+	if !etcd.Has(etcdInUseMetric) {
+		return r, fmt.Errorf("etcd: no %s in /metrics", etcdInUseMetric)
+	}
+	r.EtcdBytes = etcd.Value(etcdInUseMetric, nil)
+	cfg.logf("%s: etcd database in use %.1f MiB at %d events", t.name, r.EtcdBytes/(1<<20), r.Events)
 	if profileDir != "" {
 		if err := saveProfile(ctx, t.config, "/debug/pprof/heap", "gc=1", filepath.Join(profileDir, "heap.pprof")); err != nil {
 			return r, fmt.Errorf("heap profile: %w", err)
@@ -349,6 +363,14 @@ func WriteTable(w io.Writer, cfg Config, results []*Result) error {
 	}
 	row(fmt.Sprintf("RSS after %d events", ours.Events), fmt.Sprintf("%.0f MiB", anchor.RSSBytes/(1<<20)),
 		fmt.Sprintf("%.0f MiB", ours.RSSBytes/(1<<20)), higher(ours.RSSBytes, anchor.RSSBytes))
+	etcdPerEvent := func(r *Result) float64 {
+		if r.Events == 0 {
+			return 0
+		}
+		return r.EtcdBytes / float64(r.Events)
+	}
+	row(fmt.Sprintf("etcd database in use per event, at %d events", ours.Events), fmt.Sprintf("%.0f B", etcdPerEvent(anchor)),
+		fmt.Sprintf("%.0f B", etcdPerEvent(ours)), higher(etcdPerEvent(ours), etcdPerEvent(anchor)))
 	for _, n := range cfg.Watchers {
 		a, b := anchor.Watches[n], ours.Watches[n]
 		cell := func(r *watchResult) string {

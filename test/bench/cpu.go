@@ -78,6 +78,10 @@ func cpuNow(ctx context.Context, t *target) (cpuUse, error) {
 // cpuMetric is a process's CPU time, served by Go programs.
 const cpuMetric = "process_cpu_seconds_total"
 
+// etcdInUseMetric is the part of etcd's database file holding data: what
+// the events take, without the free pages a defragmentation would return.
+const etcdInUseMetric = "etcd_mvcc_db_total_size_in_use_in_bytes"
+
 // measured runs load and returns its result with the CPU each process
 // spent during it.
 func measured(ctx context.Context, t *target, load func() createResult) (createResult, error) {

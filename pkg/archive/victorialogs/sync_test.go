@@ -276,8 +276,17 @@ func TestSyncGivesBackWhatIsNotOnDisk(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Long enough for the kept states to reach disk (one to two flush
-	// intervals of a second), not for the lost ones to show.
-	err := a.appended.sync(ctx, a, a.flush, 8*time.Second)
+	// intervals of a second), not for the lost ones to show. On a loaded
+	// machine the window may end before the kept states' probe answers:
+	// the failed Sync gives them back too, and the next one finds them.
+	var err error
+	for range 5 {
+		err = a.appended.sync(ctx, a, a.flush, 8*time.Second)
+		if err == nil || a.appended.backlog() <= lost {
+			break
+		}
+		t.Logf("Sync with %d states lost, %d of them still waited for: %v", lost, a.appended.backlog(), err)
+	}
 	if want := fmt.Sprintf("0 of %d states visible", lost); err == nil || !strings.Contains(err.Error(), want) {
 		t.Fatalf("Sync with %d states lost: got %v, want an error with %q", lost, err, want)
 	}
