@@ -631,17 +631,17 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
 }
 
 // ImportImage loads an image archive (docker or OCI) into the CRI's image
-// namespace, by its tag and by its digest (name@sha256:…, as a release's
-// manifest names it), as a registry pull would leave it.
+// namespace.
 func (c *Cluster) ImportImage(ctx context.Context, archive string) error {
-	out, err := exec.CommandContext(ctx, "ctr", "--address", c.ContainerdSocket, "-n", "k8s.io", "images", "import", "--digests", archive).CombinedOutput()
+	out, err := exec.CommandContext(ctx, "ctr", "--address", c.ContainerdSocket, "-n", "k8s.io", "images", "import", archive).CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("ctr images import %s: %w: %s", archive, err, out)
 	}
 	return nil
 }
 
-// TagImage gives the image ref another name, as docker tag does.
+// TagImage gives the image ref another name, as docker tag does; alias
+// may be name@sha256:…, the name a pull by digest leaves.
 func (c *Cluster) TagImage(ctx context.Context, ref, alias string) error {
 	out, err := exec.CommandContext(ctx, "ctr", "--address", c.ContainerdSocket, "-n", "k8s.io", "images", "tag", "--force", ref, alias).CombinedOutput()
 	if err != nil {

@@ -42,8 +42,9 @@ const (
 	serverImage = "docker.io/library/events-apiserver:latest"
 	// releaseVersion and releaseImage are the release the suite builds and
 	// installs (TestDefaultOverlay applies its manifest).
-	releaseVersion = "v0.0.0-e2e"
-	releaseImage   = "ghcr.io/kube-events/events-apiserver:" + releaseVersion
+	releaseVersion    = "v0.0.0-e2e"
+	releaseRepository = "ghcr.io/kube-events/events-apiserver" // make release's default
+	releaseImage      = releaseRepository + ":" + releaseVersion
 )
 
 // suite is what TestMain set up for the scenarios.
@@ -123,7 +124,16 @@ func runSuite(m *testing.M) int {
 		}
 	}
 	if code == 0 {
-		if err := c.TagImage(ctx, releaseImage, serverImage); err != nil {
+		// The release's manifest names the image by digest, the overlays
+		// and the chart by tag: both names, as pulls would leave them.
+		byDigest, err := releaseImageByDigest()
+		if err == nil {
+			err = c.TagImage(ctx, releaseImage, byDigest)
+		}
+		if err == nil {
+			err = c.TagImage(ctx, releaseImage, serverImage)
+		}
+		if err != nil {
 			code = fail(err)
 		}
 	}
@@ -186,6 +196,23 @@ func copyLogs(from, to string) error {
 	}
 	return nil
 }
+
+// releaseImageByDigest is the server's image as the release's manifest
+// names it: <repository>@sha256:<digest>.
+func releaseImageByDigest() (string, error) {
+	manifest, err := os.ReadFile(filepath.Join(suite.release, "events-apiserver.yaml"))
+	if err != nil {
+		return "", err
+	}
+	match := releaseImagePattern.FindSubmatch(manifest)
+	if match == nil {
+		return "", fmt.Errorf("no image by digest of %s in the release's manifest", releaseImage)
+	}
+	return string(match[1]), nil
+}
+
+// releaseImagePattern finds the server's image in a release's manifest.
+var releaseImagePattern = regexp.MustCompile(`(?m)^\s*image:\s*(` + regexp.QuoteMeta(releaseRepository) + `@sha256:[0-9a-f]{64})\s*$`)
 
 // etcdImagePattern finds the bundled etcd's image in its StatefulSet.
 var etcdImagePattern = regexp.MustCompile(`(?m)^\s*image:\s*(\S*etcd\S*)\s*$`)

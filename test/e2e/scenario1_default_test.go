@@ -327,7 +327,7 @@ func TestDefaultOverlay(t *testing.T) {
 
 	running := mustKubectl(t, ctx, "-n", "events-apiserver", "get", "pods", "-l", "app.kubernetes.io/name=events-apiserver",
 		"-o", "jsonpath={.items[*].spec.containers[0].image}")
-	if images := strings.Fields(running); len(images) == 0 || !strings.HasPrefix(images[0], "ghcr.io/kube-events/events-apiserver@sha256:") {
+	if images := strings.Fields(running); len(images) == 0 || !strings.HasPrefix(images[0], releaseRepository+"@sha256:") {
 		t.Fatalf("server pods run %q, want the release's image by digest", running)
 	}
 
