@@ -308,6 +308,14 @@ func TestThroughKubeAPIServerViewRoleCanList(t *testing.T) {
 	if got := names(out); !slices.Equal(got, []string{"e1"}) {
 		t.Errorf("kubectl get as %s: %v, want [e1]", viewer.name, got)
 	}
+	// Whoever may read events may read their summaries.
+	out, stderr, err = framework.Kubectl(t, viewer.kubeconfig, "get", "eventsummaries", "-n", ns, "-o", "name")
+	if err != nil {
+		t.Fatalf("kubectl get eventsummaries as %s: %v\n%s", viewer.name, err, stderr)
+	}
+	if got := names(out); len(got) != 1 {
+		t.Errorf("kubectl get eventsummaries as %s: %v, want the one summary of e1", viewer.name, got)
+	}
 	sar := auditedReview(t, "SubjectAccessReview for "+viewer.name, subjectAccessReviewFor(viewer.name, ns)).SubjectAccessReview
 	if !sar.Status.Allowed {
 		t.Errorf("our server's SubjectAccessReview for %s was not allowed: %+v", viewer.name, sar.Status)

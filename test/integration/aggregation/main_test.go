@@ -26,6 +26,7 @@ limitations under the License.
 package aggregation
 
 import (
+	"flag"
 	"fmt"
 	"os"
 	"testing"
@@ -38,6 +39,9 @@ import (
 var cluster *framework.AggregatedCluster
 
 func TestMain(m *testing.M) {
+	// Before the in-process server starts: its embedded archive marks
+	// flag.CommandLine parsed, which would leave -run and -v unread.
+	flag.Parse()
 	var err error
 	cluster, err = framework.StartAggregatedCluster(framework.AggregatedClusterOptions{})
 	if err != nil {

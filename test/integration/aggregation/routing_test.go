@@ -25,12 +25,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1beta1 "k8s.io/api/events/v1beta1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 
+	summariesv1alpha1 "github.com/kube-events/events-apiserver/pkg/apis/summaries/v1alpha1"
 	"github.com/kube-events/events-apiserver/test/integration/framework"
 )
 
@@ -236,5 +238,72 @@ func TestKubectlFieldSelectorsReachOurServer(t *testing.T) {
 		if err == nil || !strings.Contains(stderr, "field label not supported") {
 			t.Errorf("kube-apiserver's events.k8s.io/v1 with --field-selector %s: err %v, stderr %q; want field label not supported", selector, err, stderr)
 		}
+	}
+}
+
+// TestKubectlGetEventSummariesThroughKubeAPIServer: the summaries' own
+// APIService is served through kube-apiserver, and `kubectl get
+// eventsummaries` prints a row per type, reason, kind and controller whose
+// occurrences are the sum of the summed events' counts (a series counts
+// each of its occurrences).
+func TestKubectlGetEventSummariesThroughKubeAPIServer(t *testing.T) {
+	ns := newNamespace(t)
+	ctx := testContext(t)
+	events := adminClient(t).EventsV1beta1().Events(ns)
+	backOff := func(name, pod string, count int32) *eventsv1beta1.Event {
+		e := v1beta1Event(ns, name)
+		e.Type, e.Reason, e.Action, e.Note = "Warning", "BackOff", "Restarting", "back-off restarting failed container"
+		e.Regarding.Name = pod
+		if count > 1 {
+			e.Series = &eventsv1beta1.EventSeries{Count: count, LastObservedTime: metav1.NewMicroTime(time.Now())}
+		}
+		return e
+	}
+	for _, e := range []*eventsv1beta1.Event{backOff("a", "web-0", 5), backOff("b", "web-1", 1), v1beta1Event(ns, "c")} {
+		if _, err := events.Create(ctx, e, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	var rows [][]string
+	for i, line := range strings.Split(strings.TrimSpace(mustKubectl(t, "get", "eventsummaries", "-n", ns)), "\n") {
+		fields := strings.Fields(line)
+		if len(fields) < 6 {
+			t.Fatalf("kubectl get eventsummaries, line %d: %q", i, line)
+		}
+		rows = append(rows, fields[:6])
+	}
+	want := [][]string{
+		{"TYPE", "REASON", "KIND", "CONTROLLER", "OCCURRENCES", "OBJECTS"},
+		{"Warning", "BackOff", "Pod", "example.com/controller", "6", "2"},
+		{"Normal", "Started", "Pod", "example.com/controller", "1", "1"},
+	}
+	if diff := cmp.Diff(want, rows); diff != "" {
+		t.Errorf("kubectl get eventsummaries -n %s (-want +got):\n%s", ns, diff)
+	}
+
+	// The same sums from the events as listed.
+	listed, err := events.List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sums := map[string]int64{}
+	for _, e := range listed.Items {
+		n := int64(1)
+		if e.Series != nil {
+			n = int64(e.Series.Count)
+		}
+		sums[e.Type+"/"+e.Reason] += n
+	}
+	var summaries summariesv1alpha1.EventSummaryList
+	if err := json.Unmarshal([]byte(mustKubectl(t, "get", "eventsummaries", "-n", ns, "-o", "json")), &summaries); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]int64{}
+	for _, s := range summaries.Items {
+		got[s.Type+"/"+s.Reason] += s.Occurrences
+	}
+	if diff := cmp.Diff(sums, got); diff != "" {
+		t.Errorf("occurrences by type and reason (-events +summaries):\n%s", diff)
 	}
 }

@@ -74,6 +74,9 @@ const (
 	AggregatedServiceAccount = "events-apiserver"
 	// AggregatedAPIServiceName is the APIService our server registers.
 	AggregatedAPIServiceName = "v1beta1.events.k8s.io"
+	// SummariesAPIServiceName is the APIService of the event summaries,
+	// a group only our server serves.
+	SummariesAPIServiceName = "v1alpha1.summaries.kube-events.io"
 	// AggregatedFrontProxyUser is the common name of the client certificate
 	// kube-apiserver presents when it proxies to aggregated servers.
 	AggregatedFrontProxyUser = "front-proxy-client"
@@ -581,12 +584,29 @@ func (c *AggregatedCluster) register(ctx context.Context, objects []*unstructure
 	if _, err := dyn.Resource(aggregatedAPIServiceGVR).Create(ctx, apiService, metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("creating the APIService: %w", err)
 	}
+	summaries, err := c.apiServiceFrom(objects, SummariesAPIServiceName)
+	if err != nil {
+		return fmt.Errorf("artifacts/overlays/default: %w", err)
+	}
+	if _, err := dyn.Resource(aggregatedAPIServiceGVR).Create(ctx, summaries, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("creating the APIService %s: %w", SummariesAPIServiceName, err)
+	}
 
 	disco, err := discovery.NewDiscoveryClientForConfig(c.AdminConfig)
 	if err != nil {
 		return err
 	}
-	return c.waitServed(ctx, dyn, disco, "after registration")
+	if err := c.waitServed(ctx, dyn, disco, "after registration"); err != nil {
+		return err
+	}
+	var last error
+	if err := wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		_, last = disco.ServerResourcesForGroupVersion("summaries.kube-events.io/v1alpha1")
+		return last == nil, nil
+	}); err != nil {
+		return fmt.Errorf("APIService %s not served after registration: %v", SummariesAPIServiceName, last)
+	}
+	return nil
 }
 
 // OverlayAPIService is the APIService name of the kustomize overlay

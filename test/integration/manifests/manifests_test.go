@@ -1386,12 +1386,20 @@ func expectScriptArchiveCerts(t *testing.T, objs objects, dir string, names []st
 }
 
 // expectArchiveStorage checks a StatefulSet that keeps archive data: a
-// volume claim mounted as its data path, and the 30 days of retention the
-// server queries.
-func expectArchiveStorage(t *testing.T, sts *appsv1.StatefulSet) {
+// volume claim mounted as its data path, and the retention the server
+// queries: -retentionPeriod is the server's --archive-retention, 720h.
+func expectArchiveStorage(t *testing.T, objs objects, sts *appsv1.StatefulSet) {
 	t.Helper()
 	ctr := sts.Spec.Template.Spec.Containers[0]
-	for _, arg := range []string{"-storageDataPath=/victoria-logs-data", "-retentionPeriod=30d"} {
+	depObj := objs.find("Deployment", "apps", "events-apiserver")
+	if depObj == nil {
+		t.Fatal("no Deployment events-apiserver")
+	}
+	server := typed[appsv1.Deployment](t, depObj).Spec.Template.Spec.Containers[0]
+	if !slices.Contains(server.Args, "--archive-retention=720h") {
+		t.Errorf("the server's args %q lack --archive-retention=720h", server.Args)
+	}
+	for _, arg := range []string{"-storageDataPath=/victoria-logs-data", "-retentionPeriod=720h"} {
 		if !slices.Contains(ctr.Args, arg) {
 			t.Errorf("%s args %q lack %q", sts.Name, ctr.Args, arg)
 		}
@@ -1418,7 +1426,7 @@ func expectArchiveSingleNode(t *testing.T, objs objects) {
 		t.Errorf("archive StatefulSet replicas = %v, want 1 (a single node)", sts.Spec.Replicas)
 	}
 	expectArchiveService(t, objs, sts.Spec.Template)
-	expectArchiveStorage(t, sts)
+	expectArchiveStorage(t, objs, sts)
 }
 
 // The names the server dials (the archive's address) and, in a cluster,
@@ -1443,7 +1451,7 @@ func expectArchiveCluster(t *testing.T, objs objects, nodes int) {
 	if sts.Spec.Replicas == nil || int(*sts.Spec.Replicas) != nodes {
 		t.Errorf("events-vlstorage replicas = %v, want %d", sts.Spec.Replicas, nodes)
 	}
-	expectArchiveStorage(t, sts)
+	expectArchiveStorage(t, objs, sts)
 	if objs.find("NetworkPolicy", "networking.k8s.io", "events-vlstorage") == nil {
 		t.Error("no NetworkPolicy for the storage nodes")
 	}

@@ -27,6 +27,7 @@ package offload
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"testing"
@@ -40,6 +41,9 @@ const timeout = 60 * time.Second
 var cluster *framework.AggregatedCluster
 
 func TestMain(m *testing.M) {
+	// Before the in-process server starts: its embedded archive marks
+	// flag.CommandLine parsed, which would leave -run and -v unread.
+	flag.Parse()
 	os.Exit(run(m))
 }
 

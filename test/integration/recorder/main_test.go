@@ -20,6 +20,7 @@ limitations under the License.
 package recorder
 
 import (
+	"flag"
 	"fmt"
 	"os"
 	"testing"
@@ -49,6 +50,9 @@ type target struct {
 var targets []target
 
 func TestMain(m *testing.M) {
+	// Before the in-process server starts: its embedded archive marks
+	// flag.CommandLine parsed, which would leave -run and -v unread.
+	flag.Parse()
 	os.Exit(run(m))
 }
 

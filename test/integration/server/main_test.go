@@ -28,6 +28,7 @@ limitations under the License.
 package server
 
 import (
+	"flag"
 	"fmt"
 	"os"
 	"testing"
@@ -40,6 +41,9 @@ import (
 var shared *framework.Server
 
 func TestMain(m *testing.M) {
+	// Before the in-process server starts: its embedded archive marks
+	// flag.CommandLine parsed, which would leave -run and -v unread.
+	flag.Parse()
 	var err error
 	shared, err = framework.RunServer()
 	if err != nil {

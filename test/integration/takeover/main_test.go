@@ -30,6 +30,7 @@ package takeover
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -85,6 +86,9 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	// Before the in-process server starts: its embedded archive marks
+	// flag.CommandLine parsed, which would leave -run and -v unread.
+	flag.Parse()
 	os.Exit(run(m))
 }
 
