@@ -37,8 +37,6 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
-
-	"github.com/kube-events/events-apiserver/test/harness"
 )
 
 // Config sizes a run.
@@ -248,14 +246,9 @@ func measure(ctx context.Context, cfg Config, t *target) (*Result, error) {
 		return r, err
 	}
 	cfg.logf("%s: RSS %.0f MiB at %d events (%s)", t.name, r.RSSBytes/(1<<20), r.Events, breakdown)
-	etcd, err := harness.ScrapeMetricsURL(ctx, t.etcdURL+"/metrics")
-	if err != nil {
-		return r, fmt.Errorf("etcd: %w", err)
+	if r.EtcdBytes, err = etcdMetric(ctx, t, etcdInUseMetric); err != nil {
+		return r, err
 	}
-	if !etcd.Has(etcdInUseMetric) {
-		return r, fmt.Errorf("etcd: no %s in /metrics", etcdInUseMetric)
-	}
-	r.EtcdBytes = etcd.Value(etcdInUseMetric, nil)
 	cfg.logf("%s: etcd database in use %.1f MiB at %d events", t.name, r.EtcdBytes/(1<<20), r.Events)
 	if profileDir != "" {
 		if err := saveProfile(ctx, t.config, "/debug/pprof/heap", "gc=1", filepath.Join(profileDir, "heap.pprof")); err != nil {

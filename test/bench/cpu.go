@@ -59,14 +59,9 @@ func cpuNow(ctx context.Context, t *target) (cpuUse, error) {
 	use.server = m.Value(cpuMetric, nil)
 	readServerTail(m, &use.tail)
 	readClientTail(&use.tail)
-	etcd, err := harness.ScrapeMetricsURL(ctx, t.etcdURL+"/metrics")
-	if err != nil {
-		return use, fmt.Errorf("etcd: %w", err)
+	if use.etcd, err = etcdMetric(ctx, t, cpuMetric); err != nil {
+		return use, err
 	}
-	if !etcd.Has(cpuMetric) {
-		return use, fmt.Errorf("etcd: no %s in /metrics", cpuMetric)
-	}
-	use.etcd = etcd.Value(cpuMetric, nil)
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 		return use, err
@@ -77,6 +72,19 @@ func cpuNow(ctx context.Context, t *target) (cpuUse, error) {
 
 // cpuMetric is a process's CPU time, served by Go programs.
 const cpuMetric = "process_cpu_seconds_total"
+
+// etcdMetric reads metric from t's etcd's /metrics; a metric etcd does not
+// serve is an error.
+func etcdMetric(ctx context.Context, t *target, metric string) (float64, error) {
+	etcd, err := harness.ScrapeMetricsURL(ctx, t.etcdURL+"/metrics")
+	if err != nil {
+		return 0, fmt.Errorf("etcd: %w", err)
+	}
+	if !etcd.Has(metric) {
+		return 0, fmt.Errorf("etcd: no %s in /metrics", metric)
+	}
+	return etcd.Value(metric, nil), nil
+}
 
 // etcdInUseMetric is the part of etcd's database file holding data: what
 // the events take, without the free pages a defragmentation would return.
