@@ -17,232 +17,16 @@ limitations under the License.
 package takeover
 
 import (
-	"context"
-	"encoding/json"
-	"errors"
-	"fmt"
-	"maps"
 	"os"
 	"path/filepath"
-	"slices"
-	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
-	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	eventsv1 "k8s.io/api/events/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
 
-	ourv1 "github.com/kube-events/events-apiserver/pkg/apis/events/v1"
+	"github.com/kube-events/events-apiserver/test/takeoverprobe"
 )
-
-// Who answered a write of events.k8s.io/v1 through kube-apiserver.
-const (
-	answeredByUs          = "events-apiserver"
-	answeredByKubeAPIServ = "kube-apiserver"
-)
-
-// probeInterval is how often the prober writes and lists.
-const probeInterval = 20 * time.Millisecond
-
-// answer is one probe's outcome: who stored the write, or the failure.
-type answer struct {
-	at     time.Time
-	by     string // answeredByUs or answeredByKubeAPIServ; "" when failed
-	failed string // "404", "503", "connection refused"...; "" when stored
-}
-
-// probes numbers the probes of every prober: each writes a new event.
-var probes atomic.Int64
-
-// prober writes an events.k8s.io/v1 series through kube-apiserver every
-// probeInterval, with no retry, and lists the namespace's events.k8s.io
-// events, as `kubectl get events.events.k8s.io` does, and records the
-// answers. Each write is a new series of its own reporter and object, so
-// that no rate limit applies: our admission answers it with series.state
-// Ongoing, kube-apiserver's strategy knows no state.
-type prober struct {
-	namespace string
-	kube      kubernetes.Interface
-
-	mu      sync.Mutex
-	writes  []answer
-	lists   []answer
-	stopped chan struct{}
-	cancel  context.CancelFunc
-}
-
-func startProber(t *testing.T, namespace string) *prober {
-	t.Helper()
-	ctx, cancel := context.WithCancel(t.Context())
-	p := &prober{namespace: namespace, kube: kubeClient(t, cluster.AdminConfig), stopped: make(chan struct{}), cancel: cancel}
-	go func() {
-		defer close(p.stopped)
-		for ctx.Err() == nil {
-			write := p.write(ctx, int(probes.Add(1)))
-			list := p.list(ctx)
-			if ctx.Err() != nil {
-				return // stopped while probing: no answer
-			}
-			p.mu.Lock()
-			p.writes, p.lists = append(p.writes, write), append(p.lists, list)
-			p.mu.Unlock()
-			select {
-			case <-ctx.Done():
-			case <-time.After(probeInterval):
-			}
-		}
-	}()
-	t.Cleanup(p.stop)
-	return p
-}
-
-func (p *prober) write(ctx context.Context, i int) answer {
-	now := metav1.NewMicroTime(time.Now())
-	event := &eventsv1.Event{
-		ObjectMeta:          metav1.ObjectMeta{Name: fmt.Sprintf("probe-%d", i), Namespace: p.namespace},
-		EventTime:           now,
-		Series:              &eventsv1.EventSeries{Count: 2, LastObservedTime: now},
-		ReportingController: "example.com/prober",
-		ReportingInstance:   fmt.Sprintf("prober-%d", i),
-		Action:              "Probe",
-		Reason:              "Probed",
-		Regarding:           *podRef(p.namespace, fmt.Sprintf("probe-%d", i)),
-		Type:                corev1.EventTypeNormal,
-	}
-	body, err := json.Marshal(event)
-	if err != nil {
-		panic(err)
-	}
-	raw, err := p.kube.EventsV1().RESTClient().Post().MaxRetries(0).
-		Namespace(p.namespace).Resource("events").Body(body).Do(ctx).Raw()
-	if err != nil {
-		return answer{at: time.Now(), failed: failure(err)}
-	}
-	var stored ourv1.Event
-	if err := json.Unmarshal(raw, &stored); err != nil {
-		return answer{at: time.Now(), failed: err.Error()}
-	}
-	if stored.Series != nil && stored.Series.State == ourv1.EventSeriesStateOngoing {
-		return answer{at: time.Now(), by: answeredByUs}
-	}
-	return answer{at: time.Now(), by: answeredByKubeAPIServ}
-}
-
-func (p *prober) list(ctx context.Context) answer {
-	err := p.kube.EventsV1().RESTClient().Get().MaxRetries(0).
-		Namespace(p.namespace).Resource("events").Param("limit", "1").Do(ctx).Error()
-	if err != nil {
-		return answer{at: time.Now(), failed: failure(err)}
-	}
-	return answer{at: time.Now(), by: "listed"}
-}
-
-// failure names an error by its HTTP code, or by what failed.
-func failure(err error) string {
-	var status apierrors.APIStatus
-	if errors.As(err, &status) {
-		return fmt.Sprint(status.Status().Code)
-	}
-	switch msg := err.Error(); {
-	case strings.Contains(msg, "connection refused"):
-		return "connection refused"
-	case strings.Contains(msg, "EOF"), strings.Contains(msg, "connection reset"):
-		return "connection closed"
-	default:
-		return msg
-	}
-}
-
-func (p *prober) stop() {
-	p.cancel()
-	<-p.stopped
-}
-
-// waitAnsweredBy waits until n writes in a row were answered by who.
-func (p *prober) waitAnsweredBy(t *testing.T, who string, n int) {
-	t.Helper()
-	err := wait.PollUntilContextTimeout(t.Context(), probeInterval, timeout, true, func(context.Context) (bool, error) {
-		p.mu.Lock()
-		defer p.mu.Unlock()
-		if len(p.writes) < n {
-			return false, nil
-		}
-		for _, a := range p.writes[len(p.writes)-n:] {
-			if a.by != who {
-				return false, nil
-			}
-		}
-		return true, nil
-	})
-	if err != nil {
-		t.Fatalf("the last %d writes through kube-apiserver: %s, want each answered by %s", n, p.summary(), who)
-	}
-}
-
-// summary says, of the answers so far, which failed, over how long, and
-// who answered the others.
-func (p *prober) summary() string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return "writes: " + summarize(p.writes) + "; lists: " + summarize(p.lists)
-}
-
-// failureWindow is the time from the first failed answer to the end of
-// the last one, and how many failed.
-func (p *prober) failureWindow() (writes, lists time.Duration) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return window(p.writes), window(p.lists)
-}
-
-// window is the time from the first failed answer to the last, plus the
-// probe interval (a failure began at most one probe before it was seen).
-func window(answers []answer) time.Duration {
-	var first, last time.Time
-	for _, a := range answers {
-		if a.failed == "" {
-			continue
-		}
-		if first.IsZero() {
-			first = a.at
-		}
-		last = a.at
-	}
-	if first.IsZero() {
-		return 0
-	}
-	return last.Sub(first) + probeInterval
-}
-
-// summarize counts the answers by who stored them or how they failed, with
-// the window of each kind of failure.
-func summarize(answers []answer) string {
-	counts := map[string]int{}
-	failures := map[string][]answer{}
-	for _, a := range answers {
-		if a.failed != "" {
-			failures[a.failed] = append(failures[a.failed], a)
-			continue
-		}
-		counts[a.by]++
-	}
-	var parts []string
-	for _, by := range slices.Sorted(maps.Keys(counts)) {
-		parts = append(parts, fmt.Sprintf("%d %s", counts[by], by))
-	}
-	for _, kind := range slices.Sorted(maps.Keys(failures)) {
-		parts = append(parts, fmt.Sprintf("%d failed %s within %v", len(failures[kind]), kind, window(failures[kind]).Round(time.Millisecond)))
-	}
-	return fmt.Sprintf("%d: %s", len(answers), strings.Join(parts, ", "))
-}
 
 // localV1APIService is the APIService kube-apiserver registers for its own
 // events.k8s.io/v1: no service, its priorities, and the label by which it
@@ -329,18 +113,18 @@ func TestSwitchingOffAndOn(t *testing.T) {
 					t.Fatal(err)
 				}
 			},
-			answeredBy: answeredByUs,
+			answeredBy: takeoverprobe.AnsweredByUs,
 			restart:    true,
 		},
 		{
 			name:       "off: kube-apiserver's local APIService replaces ours",
 			do:         func(t *testing.T) { replaceV1APIService(t, localV1APIService()) },
-			answeredBy: answeredByKubeAPIServ,
+			answeredBy: takeoverprobe.AnsweredByKubeAPIServer,
 		},
 		{
 			name:       "on: our APIService replaces kube-apiserver's local one",
 			do:         func(t *testing.T) { replaceV1APIService(t, ourV1APIService(t)) },
-			answeredBy: answeredByUs,
+			answeredBy: takeoverprobe.AnsweredByUs,
 		},
 		{
 			name: "on: kube-apiserver stops serving events.k8s.io/v1 and leaves our APIService alone",
@@ -349,21 +133,26 @@ func TestSwitchingOffAndOn(t *testing.T) {
 					t.Fatal(err)
 				}
 			},
-			answeredBy: answeredByUs,
+			answeredBy: takeoverprobe.AnsweredByUs,
 			restart:    true,
 		},
 	}
 	for _, step := range steps {
 		t.Run(step.name, func(t *testing.T) {
-			p := startProber(t, namespace)
-			p.waitAnsweredBy(t, answeredByThen(t), inARow)
+			p := takeoverprobe.Start(testContext(t), kubeClient(t, cluster.AdminConfig), namespace)
+			t.Cleanup(p.Stop)
+			if err := p.WaitAnsweredBy(testContext(t), answeredByThen(t), inARow, timeout); err != nil {
+				t.Fatal(err)
+			}
 			step.do(t)
-			p.waitAnsweredBy(t, step.answeredBy, inARow)
-			p.stop()
-			writes, lists := p.failureWindow()
-			t.Logf("%s: %s", step.name, p.summary())
+			if err := p.WaitAnsweredBy(testContext(t), step.answeredBy, inARow, timeout); err != nil {
+				t.Fatal(err)
+			}
+			p.Stop()
+			writes, lists := p.FailureWindow()
+			t.Logf("%s: %s", step.name, p.Summary())
 			if !step.restart && (writes > 0 || lists > 0) {
-				t.Errorf("writes failed for %v and lists for %v, want no failure: %s", writes, lists, p.summary())
+				t.Errorf("writes failed for %v and lists for %v, want no failure: %s", writes, lists, p.Summary())
 			}
 		})
 	}
@@ -384,7 +173,7 @@ func answeredByThen(t *testing.T) string {
 		t.Fatal(err)
 	}
 	if _, found, _ := unstructured.NestedMap(apiService.Object, "spec", "service"); found {
-		return answeredByUs
+		return takeoverprobe.AnsweredByUs
 	}
-	return answeredByKubeAPIServ
+	return takeoverprobe.AnsweredByKubeAPIServer
 }
