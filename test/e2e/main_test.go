@@ -252,6 +252,7 @@ func buildImages(ctx context.Context, root, assets, dir string) error {
 		releaseImage:    filepath.Join(suite.release, "events-apiserver-image-"+releaseVersion+".tar"),
 		suite.etcdImage: filepath.Join(dir, "etcd.tar"),
 		sandboxImage:    filepath.Join(dir, "pause.tar"),
+		recorderImage:   filepath.Join(dir, "recorder.tar"),
 		archiveImage:    filepath.Join(dir, "victoria-logs.tar"),
 	}
 	run := func(env []string, name string, args ...string) error {
@@ -266,13 +267,18 @@ func buildImages(ctx context.Context, root, assets, dir string) error {
 	if err := run([]string{"RELEASE_DIR=" + suite.release}, "make", "release", "VERSION="+releaseVersion); err != nil {
 		return err
 	}
-	pause := filepath.Join(dir, "pause")
-	if err := run([]string{"CGO_ENABLED=0"}, "go", "build", "-trimpath", "-ldflags", "-s -w", "-o", pause, "./test/e2e/pause"); err != nil {
-		return err
+	// Built as the release's server is (CGO_ENABLED=0, -trimpath), which
+	// left client-go's packages in the build cache.
+	pause, recorder := filepath.Join(dir, "pause"), filepath.Join(dir, "recorder")
+	for binary, pkg := range map[string]string{pause: "./test/e2e/pause", recorder: "./test/e2e/recorder"} {
+		if err := run([]string{"CGO_ENABLED=0"}, "go", "build", "-trimpath", "-ldflags", "-s -w", "-o", binary, pkg); err != nil {
+			return err
+		}
 	}
 	for _, img := range []struct{ binary, path, title, ref string }{
 		{filepath.Join(assets, "etcd-static"), "/usr/local/bin/etcd", "etcd", suite.etcdImage},
 		{pause, "/pause", "pause", sandboxImage},
+		{recorder, "/recorder", "recorder", recorderImage},
 		// The pinned victoria-logs (pure Go, static), at the official
 		// image's entrypoint.
 		{filepath.Join(strings.TrimSpace(string(victoriaLogs)), "victoria-logs"), "/victoria-logs-prod", "victoria-logs", archiveImage},

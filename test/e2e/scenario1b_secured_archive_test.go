@@ -107,14 +107,7 @@ spec:
     command: ["/pause"]
     args: [%s]
 `, archiveProbeNamespace, sandboxImage, strings.Join(quoted, ", ")))
-	mustKubectl(t, ctx, "-n", archiveProbeNamespace, "wait", "--for=jsonpath={.status.phase}=Succeeded", "pod/archive-outsider", "--timeout=3m")
-	// The node's copy of its output: this cluster's kube-apiserver has no
-	// credentials for the kubelet's log endpoint (kubectl logs).
-	uid := mustKubectl(t, ctx, "-n", archiveProbeNamespace, "get", "pod", "archive-outsider", "-o", "jsonpath={.metadata.uid}")
-	out, err := containerOutput(suite.cluster.path("pod-logs", fmt.Sprintf("%s_%s_%s", archiveProbeNamespace, "archive-outsider", strings.TrimSpace(uid))))
-	if err != nil {
-		t.Fatalf("the outsider's output: %v", err)
-	}
+	out := succeededPodOutput(t, ctx, archiveProbeNamespace, "archive-outsider", 3*time.Minute)
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	for _, line := range lines {
 		logf(t, "outsider in %s: %s", archiveProbeNamespace, line)
@@ -134,10 +127,26 @@ spec:
 	mustKubectl(t, ctx, "delete", "namespace", archiveProbeNamespace, "--wait=false")
 }
 
-// containerOutput is what a pod's containers wrote, read from the kubelet's
-// log files in podLogDir (CRI format: "<time> <stream> <tag> <text>"; a
-// partial line, tag P, goes on in the next).
-func containerOutput(podLogDir string) (string, error) {
+// succeededPodOutput waits up to timeout until a pod has succeeded and
+// returns what its containers wrote to their standard output, from the
+// node's copy: this cluster's kube-apiserver has no credentials for the
+// kubelet's log endpoint (kubectl logs).
+func succeededPodOutput(t *testing.T, ctx context.Context, namespace, pod string, timeout time.Duration) string {
+	t.Helper()
+	mustKubectl(t, ctx, "-n", namespace, "wait", "--for=jsonpath={.status.phase}=Succeeded", "pod/"+pod, "--timeout="+timeout.String())
+	uid := strings.TrimSpace(mustKubectl(t, ctx, "-n", namespace, "get", "pod", pod, "-o", "jsonpath={.metadata.uid}"))
+	out, err := containerOutput(suite.cluster.path("pod-logs", fmt.Sprintf("%s_%s_%s", namespace, pod, uid)), "stdout")
+	if err != nil {
+		t.Fatalf("pod %s/%s: its output: %v", namespace, pod, err)
+	}
+	return out
+}
+
+// containerOutput is what a pod's containers wrote to stream ("stdout" or
+// "stderr"), read from the kubelet's log files in podLogDir (CRI format:
+// "<time> <stream> <tag> <text>"; a partial line, tag P, goes on in the
+// next).
+func containerOutput(podLogDir, stream string) (string, error) {
 	files, err := filepath.Glob(filepath.Join(podLogDir, "*", "*.log"))
 	if err != nil {
 		return "", err
@@ -153,7 +162,7 @@ func containerOutput(podLogDir string) (string, error) {
 		}
 		for _, line := range strings.Split(strings.TrimRight(string(data), "\n"), "\n") {
 			fields := strings.SplitN(line, " ", 4)
-			if len(fields) < 4 {
+			if len(fields) < 4 || fields[1] != stream {
 				continue
 			}
 			out.WriteString(fields[3])

@@ -27,6 +27,7 @@ import (
 	"testing"
 	"time"
 
+	"go.etcd.io/etcd/client/pkg/v3/transport"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -41,7 +42,42 @@ import (
 // /etc/hosts.
 const offloadEtcdName = "events-etcd.cluster.example"
 
-// TestOffloadOverlay, last (the chart left the namespace empty):
+// offload is what TestOffloadOverlay leaves the scenarios after it.
+var offload struct {
+	// apiServerFlags are kube-apiserver's flags of offload mode.
+	apiServerFlags []string
+	// install is the directory hack/gen-serving-cert.sh wrote the
+	// install's kustomization to.
+	install string
+	// etcd are kube-apiserver's credentials for the events etcd.
+	etcd transport.TLSInfo
+}
+
+// eventsEtcd is a client of the events etcd, through its NodePort, with
+// kube-apiserver's credentials.
+func eventsEtcd(t *testing.T) *clientv3.Client {
+	t.Helper()
+	if offload.install == "" {
+		t.Fatal("the events etcd of offload mode is not installed: run TestOffloadOverlay first")
+	}
+	tlsConfig, err := offload.etcd.ClientConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	etcd, err := clientv3.New(clientv3.Config{
+		Endpoints:   []string{fmt.Sprintf("https://%s:32379", offloadEtcdName)},
+		TLS:         tlsConfig,
+		DialTimeout: 5 * time.Second,
+		Logger:      zap.NewNop(),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = etcd.Close() })
+	return etcd
+}
+
+// TestOffloadOverlay (the chart left the namespace empty):
 // overlays/offload installed with hack/gen-serving-cert.sh (the cluster's
 // etcd CA signs the events etcd's certificates), kube-apiserver restarted
 // with --etcd-servers-overrides=/events#https://<the events etcd>: the
@@ -79,10 +115,12 @@ func TestOffloadOverlay(t *testing.T) {
 	if err := os.WriteFile(hosts, []byte("127.0.0.1 localhost\n"+nodeIP+" "+offloadEtcdName+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// It stays mounted for the scenarios after this one (kube-apiserver
+	// resolves the name again at each restart); the sandbox's mount
+	// namespace ends with the suite.
 	if err := syscall.Mount(hosts, "/etc/hosts", "", syscall.MS_BIND, ""); err != nil {
 		t.Fatalf("bind-mounting the sandbox's /etc/hosts: %v", err)
 	}
-	t.Cleanup(func() { _ = syscall.Unmount("/etc/hosts", 0) })
 
 	dir := c.path("my-offload-install")
 	gen := exec.CommandContext(ctx, filepath.Join(suite.root, "hack", "gen-serving-cert.sh"), dir, filepath.Join(suite.root, "artifacts", "overlays", "offload"))
@@ -98,12 +136,17 @@ func TestOffloadOverlay(t *testing.T) {
 	logf(t, "offload: events etcd Ready after %s", time.Since(start).Round(time.Second))
 
 	restart := time.Now()
-	if err := c.RestartAPIServer(ctx,
+	flags := []string{
 		fmt.Sprintf("--etcd-servers-overrides=/events#https://%s:32379", offloadEtcdName),
-		"--etcd-cafile="+etcdCA.CertFile, "--etcd-certfile="+client.CertFile, "--etcd-keyfile="+client.KeyFile); err != nil {
+		"--etcd-cafile=" + etcdCA.CertFile, "--etcd-certfile=" + client.CertFile, "--etcd-keyfile=" + client.KeyFile,
+	}
+	if err := c.RestartAPIServer(ctx, flags...); err != nil {
 		t.Fatalf("restarting kube-apiserver with the override: %v\n%s", err, c.Tail("kube-apiserver", 30))
 	}
 	logf(t, "offload: kube-apiserver ready with the override after %s", time.Since(restart).Round(time.Millisecond))
+	offload.apiServerFlags = flags
+	offload.install = dir
+	offload.etcd = transport.TLSInfo{CertFile: client.CertFile, KeyFile: client.KeyFile, TrustedCAFile: etcdCA.CertFile}
 	mustKubectl(t, ctx, "-n", serverNamespace, "rollout", "status", "deployment/events-apiserver", "--timeout=5m")
 	mustKubectl(t, ctx, "wait", "--for=condition=Available", "apiservice/v1beta1.events.k8s.io", "--timeout=3m")
 	logf(t, "offload: APIService Available after %s", time.Since(start).Round(time.Second))
