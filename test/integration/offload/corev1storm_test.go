@@ -120,9 +120,10 @@ func restartKubeAPIServer(t *testing.T, flags map[string]string) {
 // through kube-apiserver, which stores them in the events etcd past our
 // admission, beside quiet writers: first as offload mode leaves them, then
 // with kube-apiserver's EventRateLimit configured by
-// kube-apiserver-eventratelimit from the event policy. With it, a storm's
-// accepted writes stay within the limit that binds it and the quiet writers
-// are never refused.
+// kube-apiserver-eventratelimit from the event policy, then with a
+// validating webhook applying the same limits instead (limitingWebhook).
+// With either, a storm's accepted writes stay within the limit that binds
+// it and the quiet writers are never refused.
 func TestCoreV1StormThroughKubeAPIServer(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
@@ -222,6 +223,10 @@ func TestCoreV1StormThroughKubeAPIServer(t *testing.T) {
 		t.Cleanup(func() {
 			restartKubeAPIServer(t, map[string]string{"enable-admission-plugins": "", "admission-control-config-file": ""})
 		})
+		measure(t, true)
+	})
+	t.Run("a validating webhook with the same limits", func(t *testing.T) {
+		registerLimitingWebhook(t, ctx)
 		measure(t, true)
 	})
 }
