@@ -34,13 +34,14 @@ import (
 
 	"github.com/kube-events/events-apiserver/pkg/admission/eventratelimit"
 	"github.com/kube-events/events-apiserver/pkg/admission/eventseries"
+	"github.com/kube-events/events-apiserver/pkg/admission/memorypressure"
 	"github.com/kube-events/events-apiserver/pkg/apis/eventpolicy"
 )
 
 // standaloneAdmissionPlugins are the admission plugins that need no
 // kube-apiserver: no namespaces to look up, no webhook or policy
 // configurations to watch. Only they run in standalone mode.
-var standaloneAdmissionPlugins = sets.New(eventratelimit.PluginName, eventseries.PluginName)
+var standaloneAdmissionPlugins = sets.New(eventratelimit.PluginName, eventseries.PluginName, memorypressure.PluginName)
 
 // registerAdmissionPlugins registers the events server's own plugins next
 // to the generic ones, with the event policy (eventPolicy), and turns them
@@ -56,20 +57,22 @@ func (o *Options) registerAdmissionPlugins() {
 	a := o.Recommended.Admission
 	eventratelimit.Register(a.Plugins, o.eventPolicy)
 	eventseries.Register(a.Plugins, o.eventPolicy)
-	order := make([]string, 0, len(a.RecommendedPluginOrder)+2)
+	memorypressure.Register(a.Plugins)
+	ours := []string{eventseries.PluginName, memorypressure.PluginName, eventratelimit.PluginName}
+	order := make([]string, 0, len(a.RecommendedPluginOrder)+len(ours))
 	for _, name := range a.RecommendedPluginOrder {
-		if name == eventratelimit.PluginName || name == eventseries.PluginName {
+		if slices.Contains(ours, name) {
 			continue
 		}
 		if name == validatingwebhook.PluginName {
-			order = append(order, eventratelimit.PluginName)
+			order = append(order, memorypressure.PluginName, eventratelimit.PluginName)
 		}
 		order = append(order, name)
 		if name == mutatingwebhook.PluginName {
 			order = append(order, eventseries.PluginName)
 		}
 	}
-	for _, name := range []string{eventseries.PluginName, eventratelimit.PluginName} {
+	for _, name := range ours {
 		if !slices.Contains(order, name) {
 			order = append(order, name)
 		}

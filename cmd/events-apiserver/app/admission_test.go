@@ -36,23 +36,24 @@ import (
 
 func TestAdmissionPluginsPerMode(t *testing.T) {
 	delegatedChain := []string{"NamespaceLifecycle", "MutatingAdmissionPolicy", "MutatingAdmissionWebhook",
-		"EventSeries", "ValidatingAdmissionPolicy", "EventRateLimit", "ValidatingAdmissionWebhook"}
+		"EventSeries", "ValidatingAdmissionPolicy", "EventMemoryPressure", "EventRateLimit", "ValidatingAdmissionWebhook"}
+	standaloneChain := []string{"EventSeries", "EventMemoryPressure", "EventRateLimit"}
 	tests := []struct {
 		name    string
 		args    []string
 		want    []string
 		wantErr string
 	}{
-		{name: "standalone: only what needs no kube-apiserver", want: []string{"EventSeries", "EventRateLimit"}},
-		{name: "standalone, EventSeries disabled", args: []string{"--disable-admission-plugins=EventSeries"}, want: []string{"EventRateLimit"}},
-		{name: "standalone, both disabled: empty chain", args: []string{"--disable-admission-plugins=EventSeries,EventRateLimit"}},
-		{name: "standalone, disabling a kube plugin is fine", args: []string{"--disable-admission-plugins=NamespaceLifecycle"}, want: []string{"EventSeries", "EventRateLimit"}},
+		{name: "standalone: only what needs no kube-apiserver", want: standaloneChain},
+		{name: "standalone, EventSeries disabled", args: []string{"--disable-admission-plugins=EventSeries"}, want: []string{"EventMemoryPressure", "EventRateLimit"}},
+		{name: "standalone, all disabled: empty chain", args: []string{"--disable-admission-plugins=EventSeries,EventMemoryPressure,EventRateLimit"}},
+		{name: "standalone, disabling a kube plugin is fine", args: []string{"--disable-admission-plugins=NamespaceLifecycle"}, want: standaloneChain},
 		{name: "standalone, enabling a kube plugin is an error", args: []string{"--enable-admission-plugins=NamespaceLifecycle"},
-			want: []string{"EventSeries", "EventRateLimit"}, wantErr: "--enable-admission-plugins: NamespaceLifecycle needs a kube-apiserver and cannot run standalone"},
-		{name: "standalone, enabling EventSeries is fine", args: []string{"--enable-admission-plugins=EventSeries"}, want: []string{"EventSeries", "EventRateLimit"}},
-		{name: "unknown plugin", args: []string{"--disable-admission-plugins=NoSuchPlugin"}, want: []string{"EventSeries", "EventRateLimit"},
+			want: standaloneChain, wantErr: "--enable-admission-plugins: NamespaceLifecycle needs a kube-apiserver and cannot run standalone"},
+		{name: "standalone, enabling EventSeries is fine", args: []string{"--enable-admission-plugins=EventSeries"}, want: standaloneChain},
+		{name: "unknown plugin", args: []string{"--disable-admission-plugins=NoSuchPlugin"}, want: standaloneChain,
 			wantErr: `disable-admission-plugins plugin "NoSuchPlugin" is unknown`},
-		{name: "delegated: the recommended chain with EventRateLimit and EventSeries", args: []string{"--standalone=false"}, want: delegatedChain},
+		{name: "delegated: the recommended chain with the server's plugins", args: []string{"--standalone=false"}, want: delegatedChain},
 		{name: "delegated, EventSeries disabled", args: []string{"--standalone=false", "--disable-admission-plugins=EventSeries"},
 			want: slices.DeleteFunc(slices.Clone(delegatedChain), func(name string) bool { return name == "EventSeries" })},
 	}
@@ -147,7 +148,7 @@ plugins:
 		},
 		{
 			name: "plugins disabled: no admission, no sweeper, no folding",
-			args: []string{"--disable-admission-plugins=EventSeries,EventRateLimit", "--admission-control-config-file=" + configFile},
+			args: []string{"--disable-admission-plugins=EventSeries,EventMemoryPressure,EventRateLimit", "--admission-control-config-file=" + configFile},
 		},
 		{
 			name:    "invalid thresholds fail the configuration",
