@@ -436,8 +436,12 @@ func (c *Cluster) waitAPIServer(ctx context.Context, p *process) error {
 // RestartAPIServer stops kube-apiserver and starts it again with extra
 // flags in place of the previous ones (offload mode's
 // --etcd-servers-overrides).
+//
+// kube-apiserver stops listening and drains its requests as soon as it is
+// sent SIGTERM, and then takes 30 s to exit; it is killed after 5 s, so
+// that it is down for as long as its start takes.
 func (c *Cluster) RestartAPIServer(ctx context.Context, flags ...string) error {
-	if err := c.apiserver.stop(30 * time.Second); err != nil {
+	if err := c.apiserver.stop(5 * time.Second); err != nil {
 		return err
 	}
 	c.extraAPIArg = flags
