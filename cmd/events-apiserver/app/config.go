@@ -171,11 +171,12 @@ func applyStandaloneAuth(cfg *genericapiserver.RecommendedConfig, creds *standal
 }
 
 // keepFrontProxyVerifications keeps the verifications of the front proxy's
-// certificate (every request kube-apiserver's aggregator proxies presents
-// it), which the delegated authenticator otherwise repeats on every request.
-// Its client CA is not kept: DelegatingAuthenticationOptions.ApplyTo hands
-// its provider to no one but the authenticator it builds, so those
-// requests, rare on an aggregated server, are verified every time.
+// certificate, which every request kube-apiserver's aggregator proxies
+// presents and the delegated authenticator otherwise verifies again each
+// time. Client certificates presented directly, rare on an aggregated
+// server, are still verified on every request:
+// DelegatingAuthenticationOptions.ApplyTo gives the client CA it reads to
+// no one but the authenticator it builds.
 func keepFrontProxyVerifications(authn *genericapiserver.AuthenticationInfo) {
 	if authn.Authenticator == nil || authn.RequestHeaderConfig == nil {
 		return
