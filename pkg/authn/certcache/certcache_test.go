@@ -153,6 +153,8 @@ func (r *reloadableCA) AddListener(dynamiccertificates.Listener) {}
 // alone and wrapped in an Authenticator.
 type servers struct {
 	union, cached authenticator.Request
+	// frontProxy is the union's request-header configuration.
+	frontProxy *authenticatorfactory.RequestHeaderConfig
 }
 
 // newServers builds the union as a delegated server has it: the front proxy
@@ -179,7 +181,7 @@ func newServers(t testing.TB, proxyCA, clientCA dynamiccertificates.CAContentPro
 		t.Fatal(err)
 	}
 	sources := Sources{FrontProxy: config.RequestHeaderConfig, ClientCA: clientCA}
-	return servers{union: union, cached: New(union, sources, size, clk)}
+	return servers{union: union, cached: New(union, sources, size, clk), frontProxy: config.RequestHeaderConfig}
 }
 
 // request is a request presenting chain (none if empty), with headers
@@ -391,26 +393,31 @@ func TestBound(t *testing.T) {
 }
 
 // BenchmarkAuthenticate is the authentication of one request by
-// k8s.io/apiserver's union alone and wrapped in an Authenticator, for a
-// front proxy's request and a client certificate's.
+// k8s.io/apiserver's union alone and wrapped in an Authenticator, as the
+// server wires them: a front proxy's request to a delegated server (whose
+// union also has a client CA), and a client certificate's to a standalone
+// one.
 func BenchmarkAuthenticate(b *testing.B) {
 	end := start.Add(24 * time.Hour)
 	proxyCA, clientCA := newCA(b, "proxy-ca", end), newCA(b, "client-ca", end)
 	clk := clocktesting.NewFakeClock(start)
-	s := newServers(b, newReloadableCA(b, clk, proxyCA), newReloadableCA(b, clk, clientCA), DefaultSize, clk)
-	proxy, writer := proxyCA.issue(b, "front-proxy", nil, end), clientCA.issue(b, "writer", []string{"events-writers"}, end)
+	delegated := newServers(b, newReloadableCA(b, clk, proxyCA), newReloadableCA(b, clk, clientCA), DefaultSize, clk)
+	delegated.cached = New(delegated.union, Sources{FrontProxy: delegated.frontProxy}, DefaultSize, clk) // as the server wires it
+	standalone := newServers(b, nil, newReloadableCA(b, clk, clientCA), DefaultSize, clk)
 	for _, tc := range []struct {
 		name    string
+		servers servers
 		chain   []*x509.Certificate
 		headers []string
 	}{
-		{name: "front-proxy", chain: []*x509.Certificate{proxy}, headers: []string{"X-Remote-User", "alice", "X-Remote-Group", "team"}},
-		{name: "client-certificate", chain: []*x509.Certificate{writer}},
+		{name: "front-proxy", servers: delegated, chain: []*x509.Certificate{proxyCA.issue(b, "front-proxy", nil, end)},
+			headers: []string{"X-Remote-User", "alice", "X-Remote-Group", "team"}},
+		{name: "client-certificate", servers: standalone, chain: []*x509.Certificate{clientCA.issue(b, "writer", []string{"events-writers"}, end)}},
 	} {
 		for _, server := range []struct {
 			name  string
 			authn authenticator.Request
-		}{{"verified", s.union}, {"kept", s.cached}} {
+		}{{"verified", tc.servers.union}, {"kept", tc.servers.cached}} {
 			b.Run(tc.name+"/"+server.name, func(b *testing.B) {
 				req := request(tc.chain, tc.headers...)
 				headers := req.Header.Clone()
