@@ -67,6 +67,8 @@ const (
 // Authenticator wraps, as authenticatorfactory.DelegatingAuthenticatorConfig
 // configures them; nil for one the union does not have, or whose CA the
 // caller cannot hand over (the union then verifies those requests itself).
+// The union tries the front proxy first, so ClientCA without FrontProxy is
+// for a union without a front proxy only: a certificate may verify as both.
 type Sources struct {
 	// FrontProxy authenticates a front proxy's certificate (the proxy CA
 	// and its allowed names), then the user its request headers name.

@@ -229,9 +229,10 @@ func lookupCount(t *testing.T, authenticatorName, result string) float64 {
 
 // TestSameAnswers: for every kind of request the cached authenticator
 // answers as k8s.io/apiserver's union does, when it verifies and when it
-// answers from what it kept; with distinct CAs for the front proxy and the
-// clients, and with one CA for both, where a client's certificate also
-// verifies as a front proxy's.
+// answers from what it kept, keeping both kinds of chains or the front
+// proxy's only; with distinct CAs for the front proxy and the clients, and
+// with one CA for both, where a client's certificate also verifies as a
+// front proxy's.
 func TestSameAnswers(t *testing.T) {
 	end := start.Add(24 * time.Hour)
 	proxyCA, clientCA, otherCA := newCA(t, "proxy-ca", end), newCA(t, "client-ca", end), newCA(t, "other-ca", end)
@@ -248,6 +249,7 @@ func TestSameAnswers(t *testing.T) {
 		t.Run(setup.name, func(t *testing.T) {
 			clk := clocktesting.NewFakeClock(start)
 			s := newServers(t, newReloadableCA(t, clk, setup.proxy), newReloadableCA(t, clk, setup.clients), DefaultSize, clk)
+			frontProxyOnly := New(s.union, Sources{FrontProxy: s.frontProxy}, DefaultSize, clk)
 			proxy := setup.proxy.issue(t, "front-proxy", nil, end)
 			otherProxy := setup.proxy.issue(t, "not-the-proxy", nil, end)
 			writer := setup.clients.issue(t, "writer", []string{"events-writers"}, end)
@@ -268,9 +270,14 @@ func TestSameAnswers(t *testing.T) {
 			} {
 				t.Run(tc.name, func(t *testing.T) {
 					want := authenticate(s.union, request(tc.chain, tc.headers...))
-					for _, attempt := range []string{"first", "second", "third"} {
-						if diff := cmp.Diff(want, authenticate(s.cached, request(tc.chain, tc.headers...))); diff != "" {
-							t.Errorf("%s request: cached answer differs from k8s.io/apiserver's (-want +got):\n%s", attempt, diff)
+					for _, cached := range []struct {
+						name  string
+						authn authenticator.Request
+					}{{"both kept", s.cached}, {"front proxy kept (a delegated server)", frontProxyOnly}} {
+						for _, attempt := range []string{"first", "second", "third"} {
+							if diff := cmp.Diff(want, authenticate(cached.authn, request(tc.chain, tc.headers...))); diff != "" {
+								t.Errorf("%s, %s request: cached answer differs from k8s.io/apiserver's (-want +got):\n%s", cached.name, attempt, diff)
+							}
 						}
 					}
 				})
