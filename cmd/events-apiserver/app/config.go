@@ -31,9 +31,11 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	basecompatibility "k8s.io/component-base/compatibility"
+	"k8s.io/utils/clock"
 
 	"github.com/kube-events/events-apiserver/pkg/apiserver"
 	"github.com/kube-events/events-apiserver/pkg/apiserver/standalone"
+	"github.com/kube-events/events-apiserver/pkg/authn/certcache"
 	"github.com/kube-events/events-apiserver/pkg/embedded/pki"
 )
 
@@ -100,6 +102,8 @@ func (o CompletedOptions) Config() (*apiserver.Config, error) {
 		if err := applyStandaloneAuth(cfg, creds, r.Authentication.ClientCert.ClientCA); err != nil {
 			return nil, err
 		}
+	} else {
+		keepFrontProxyVerifications(&cfg.Authentication)
 	}
 
 	var kubeClient kubernetes.Interface
@@ -164,6 +168,20 @@ func applyStandaloneAuth(cfg *genericapiserver.RecommendedConfig, creds *standal
 	}
 	cfg.Authorization.Authorizer, err = standalone.NewAuthorizer()
 	return err
+}
+
+// keepFrontProxyVerifications keeps the verifications of the front proxy's
+// certificate, which every request kube-apiserver's aggregator proxies
+// presents and the delegated authenticator otherwise verifies again each
+// time. Client certificates presented directly, rare on an aggregated
+// server, are still verified on every request:
+// DelegatingAuthenticationOptions.ApplyTo gives the client CA it reads to
+// no one but the authenticator it builds.
+func keepFrontProxyVerifications(authn *genericapiserver.AuthenticationInfo) {
+	if authn.Authenticator == nil || authn.RequestHeaderConfig == nil {
+		return
+	}
+	authn.Authenticator = certcache.New(authn.Authenticator, certcache.Sources{FrontProxy: authn.RequestHeaderConfig}, certcache.DefaultSize, clock.RealClock{})
 }
 
 // servingHosts are the names the standalone serving certificate is for:

@@ -53,6 +53,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/kube-events/events-apiserver/pkg/apis/summaries"
+	"github.com/kube-events/events-apiserver/pkg/authn/certcache"
 )
 
 // The groups the authorization rule knows.
@@ -80,7 +81,7 @@ var (
 
 // NewAuthenticator authenticates client certificates signed by the CA bundle
 // that clientCA provides, and lets anonymous requests reach HealthPaths only.
-// Its answers for a certificate are kept a few minutes (certificateCache).
+// A certificate's verification is kept (pkg/authn/certcache).
 func NewAuthenticator(clientCA dynamiccertificates.CAContentProvider) (authenticator.Request, error) {
 	conditions := make([]apiserver.AnonymousAuthCondition, 0, len(HealthPaths))
 	for _, p := range HealthPaths {
@@ -93,7 +94,7 @@ func NewAuthenticator(clientCA dynamiccertificates.CAContentProvider) (authentic
 	if err != nil {
 		return nil, err
 	}
-	return newCertificateCache(authn, clientCA, clock.RealClock{}), nil
+	return certcache.New(authn, certcache.Sources{ClientCA: clientCA}, certcache.DefaultSize, clock.RealClock{}), nil
 }
 
 // NewAuthorizer returns the package's fixed rule, composed from the

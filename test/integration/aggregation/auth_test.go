@@ -32,8 +32,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
+	"k8s.io/component-base/metrics/legacyregistry"
 	"k8s.io/utils/ptr"
 
+	"github.com/kube-events/events-apiserver/test/harness"
 	"github.com/kube-events/events-apiserver/test/integration/framework"
 )
 
@@ -250,6 +252,42 @@ func TestRequestHeadersFromOthersThanTheFrontProxyAreIgnored(t *testing.T) {
 	_, err := clientFor(t, cfg).EventsV1beta1().Events(ns).List(testContext(t), metav1.ListOptions{})
 	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), forbiddenMessage(impostor.name, ns)) {
 		t.Fatalf("list: %v, want 403 for %s", err, impostor.name)
+	}
+}
+
+// TestFrontProxyVerificationIsKept sends requests as kube-apiserver's
+// aggregator does, with one front-proxy certificate and a different user in
+// the headers each time: our server verifies the certificate once and then
+// answers from the kept verification (events_apiserver_client_certificate_
+// cache_lookups_total), still reading each request's user from its headers.
+func TestFrontProxyVerificationIsKept(t *testing.T) {
+	ns := newNamespace(t)
+	bindRole(t, ns, "events-apiserver:view", []string{"events-kept-viewer"}, nil)
+	frontProxyLookups := func(result string) float64 {
+		t.Helper()
+		m, err := harness.GatherMetrics(legacyregistry.DefaultGatherer) // our server runs in this process
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m.Value("events_apiserver_client_certificate_cache_lookups_total", map[string]string{"authenticator": "front-proxy", "result": result})
+	}
+	hits := frontProxyLookups("hit")
+	for _, u := range []struct {
+		name    string
+		allowed bool
+	}{{"events-kept-viewer", true}, {"events-kept-nobody", false}, {"events-kept-viewer", true}} {
+		_, err := clientFor(t, cluster.FrontProxyConfig(u.name, "system:authenticated")).EventsV1beta1().Events(ns).List(testContext(t), metav1.ListOptions{})
+		switch {
+		case u.allowed && err != nil:
+			t.Errorf("list as %s: %v", u.name, err)
+		case !u.allowed && (!apierrors.IsForbidden(err) || !strings.Contains(err.Error(), forbiddenMessage(u.name, ns))):
+			t.Errorf("list as %s: %v, want 403 %q", u.name, err, forbiddenMessage(u.name, ns))
+		}
+	}
+	// The first request may be the first of the certificate, or a
+	// verification that expired: at least the two others are kept.
+	if got := frontProxyLookups("hit") - hits; got < 2 {
+		t.Errorf("%v front-proxy verifications kept and used, want at least 2", got)
 	}
 }
 
