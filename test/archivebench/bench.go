@@ -362,13 +362,13 @@ func Run(ctx context.Context, a *victorialogs.Embedded, cfg Config) (Result, err
 	if res.Busy() {
 		logf("NOT QUIET: load average %.2f at the start, above %d: the figures include other work's", res.StartLoad, quietLoad)
 	}
-	end := phase(logf, "ingest")
+	end := logPhase(logf, "ingest")
 	d, err := ingest(ctx, a, cfg, now, &res, logf)
 	if err != nil {
 		return res, err
 	}
 	end()
-	end = phase(logf, "settle")
+	end = logPhase(logf, "settle")
 	if err := settle(ctx, a, &res, logf); err != nil {
 		return res, err
 	}
@@ -526,7 +526,7 @@ func measureQueries(ctx context.Context, a archive.Archive, cfg Config, now time
 			if namespaced {
 				name = sel.name + " namespaced"
 			}
-			end := phase(logf, "queries "+name)
+			end := logPhase(logf, "queries "+name)
 			first := &pages{phases: map[victorialogs.QueryPhase]*PhaseStats{}}
 			next := &pages{phases: map[victorialogs.QueryPhase]*PhaseStats{}}
 			for queries := 0; len(first.took) < cfg.Samples ||

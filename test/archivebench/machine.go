@@ -52,9 +52,9 @@ func loadAverages() ([]string, error) {
 	return fields[:3], nil
 }
 
-// phase logs the load averages at the start of a phase of the run and
+// logPhase logs the load averages at the start of a phase of the run and
 // returns the function that logs them at its end.
-func phase(logf func(string, ...any), name string) func() {
+func logPhase(logf func(string, ...any), name string) func() {
 	log := func(at string) {
 		load, err := loadAverages()
 		if err != nil {
