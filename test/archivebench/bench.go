@@ -34,8 +34,12 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/VictoriaMetrics/VictoriaLogs/lib/logstorage"
 
 	"github.com/kube-events/events-apiserver/pkg/archive"
+	"github.com/kube-events/events-apiserver/pkg/archive/victorialogs"
 )
 
 // Config shapes the data set and the measurement.
@@ -55,22 +59,41 @@ type Config struct {
 	RelatedFraction float64
 	// Batch is the records per Append.
 	Batch int
-	// Queries is the number of queries per selector; Limit their page size
-	// and Pages how many pages each follows at most.
-	Queries, Limit, Pages int
+	// Samples is the least number of pages measured per selector and
+	// scope, first pages and following pages apart (following pages as far
+	// as the selector's queries have them); Limit is the page size and
+	// Pages how many pages a query follows at most.
+	Samples, Limit, Pages int
 	// Seed makes the data set repeatable.
 	Seed uint64
 	// Log receives progress lines.
 	Log io.Writer
 }
 
-// Latency summarizes the durations of one kind of query.
+// Latency summarizes the pages of one kind of query.
 type Latency struct {
-	Name          string
+	// Name is the selector, its scope (cluster-wide or namespaced) and
+	// the page (first or following).
+	Name string
+	// Count pages took P50, P99 and Max (wall time).
 	Count         int
 	P50, P99, Max time.Duration
+	// CPU is the process's CPU time (user and system, all threads) per
+	// page: the engine runs in the process.
+	CPU time.Duration
 	// Records is the mean number of records per page.
 	Records float64
+	// Phases are the engine's statistics of the pages' LogsQL queries, by
+	// phase, summed over the Count pages.
+	Phases []PhaseStats
+}
+
+// PhaseStats sums the LogsQL queries of one phase of a page.
+type PhaseStats struct {
+	Phase   victorialogs.QueryPhase
+	Queries int
+	Took    time.Duration
+	Stats   logstorage.QueryStats
 }
 
 // Result is what a run measured.
@@ -81,11 +104,22 @@ type Result struct {
 	Ingest, Sync time.Duration
 	// EventsPerSecond is Events / Ingest.
 	EventsPerSecond float64
-	// Stats after the ingest (and the engine's own merges, if Settle).
+	// Settle is the wait, after Sync, for the engine's own merges to
+	// finish.
+	Settle time.Duration
+	// Stats and BytesPerEvent are the size on disk (after Measure).
 	Stats         archive.Stats
 	BytesPerEvent float64
 	Queries       []Latency
+	// StartLoad is the one-minute load average when the run started; a
+	// run that started above quietLoad measured other work's too.
+	StartLoad float64
+	// CgoEnabled is the test binary's CGO_ENABLED: "0" as the server ships.
+	CgoEnabled string
 }
+
+// Busy reports whether the run started on a machine above quietLoad.
+func (r *Result) Busy() bool { return r.StartLoad > quietLoad }
 
 // generator makes the data set as the archiver would append it: by time,
 // an hour at a time, resourceVersions increasing. Each hour starts its
@@ -107,11 +141,11 @@ type generator struct {
 	pending stateHeap
 	rv      int
 
-	// Distinct counts the events; pairs are (regarding name, reason)
-	// pairs that exist, for the queries.
+	// Distinct counts the events; pairs are (namespace, regarding name,
+	// reason) that exist, for the queries.
 	distinct int
-	pairs    [][2]string
-	pairSeen map[[2]string]bool
+	pairs    [][3]string
+	pairSeen map[[3]string]bool
 }
 
 type object struct {
@@ -148,7 +182,7 @@ func newGenerator(cfg Config, now time.Time) *generator {
 		cfg: cfg, now: now,
 		rng:      rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)), //nolint:gosec // a repeatable data set, not a secret
 		hourEnd:  now.Add(-cfg.Span),
-		pairSeen: map[[2]string]bool{},
+		pairSeen: map[[3]string]bool{},
 	}
 	hours := int(cfg.Span / time.Hour)
 	g.perHour = (cfg.Events + hours - 1) / hours
@@ -266,7 +300,7 @@ func (g *generator) startEvent(first time.Time) {
 		g.created++
 	}
 	g.distinct++
-	if p := [2]string{o.name, reason}; !g.pairSeen[p] && len(g.pairs) < 10000 {
+	if p := [3]string{o.ns, o.name, reason}; !g.pairSeen[p] && len(g.pairs) < 10000 {
 		g.pairSeen[p] = true
 		g.pairs = append(g.pairs, p)
 	}
@@ -304,24 +338,70 @@ func (g *generator) next(dst []archive.Record, n int) ([]archive.Record, error) 
 	return dst, nil
 }
 
-// Run generates the data set, appends it to a, and measures.
-func Run(ctx context.Context, a archive.Archive, cfg Config) (Result, error) {
+// Run generates the data set, appends it to a, waits for the engine's
+// merges to settle, and measures the queries. It logs the load average at
+// the start and end of each phase.
+func Run(ctx context.Context, a *victorialogs.Embedded, cfg Config) (Result, error) {
 	now := time.Now()
 	logf := func(format string, args ...any) {
 		if cfg.Log != nil {
 			fmt.Fprintf(cfg.Log, format+"\n", args...)
 		}
 	}
+	var res Result
+	res.CgoEnabled = ownCgoEnabled()
+	if res.CgoEnabled == "0" {
+		logf("built with CGO_ENABLED=0, as the server ships (pure-Go zstd)")
+	} else {
+		logf("NOT AS SHIPPED: built with CGO_ENABLED=%q; the server ships with CGO_ENABLED=0 (pure-Go zstd)", res.CgoEnabled)
+	}
+	var err error
+	if res.StartLoad, err = loadAverage(); err != nil {
+		return res, err
+	}
+	if res.Busy() {
+		logf("NOT QUIET: load average %.2f at the start, above %d: the figures include other work's", res.StartLoad, quietLoad)
+	}
+	end := logPhase(logf, "ingest")
+	d, err := ingest(ctx, a, cfg, now, &res, logf)
+	if err != nil {
+		return res, err
+	}
+	end()
+	end = logPhase(logf, "settle")
+	if err := settle(ctx, a, &res, logf); err != nil {
+		return res, err
+	}
+	end()
+	if err := res.Measure(ctx, a); err != nil {
+		return res, err
+	}
+	logf("on disk, merges settled: %d bytes, %d rows, %.1f bytes per event", res.Stats.DiskBytes, res.Stats.Rows, res.BytesPerEvent)
+	if res.Queries, err = measureQueries(ctx, a, cfg, now, d, logf); err != nil {
+		return res, err
+	}
+	return res, nil
+}
+
+// dataSet is what the queries pick their terms from.
+type dataSet struct {
+	objects    []object
+	pairs      [][3]string
+	nodes      []string
+	namespaces []string
+}
+
+// ingest appends the generated events to a in batches and syncs.
+func ingest(ctx context.Context, a archive.Archive, cfg Config, now time.Time, res *Result, logf func(string, ...any)) (dataSet, error) {
 	logf("appending %d events over %s (%d objects, %d reasons) in batches of %d", cfg.Events, cfg.Span, cfg.Objects, cfg.Reasons, cfg.Batch)
 	g := newGenerator(cfg, now)
-	var res Result
 	var batch []archive.Record
 	var appendTime time.Duration
 	began := time.Now()
 	for {
 		var err error
 		if batch, err = g.next(batch[:0], cfg.Batch); err != nil {
-			return res, err
+			return dataSet{}, err
 		}
 		if len(batch) == 0 {
 			break
@@ -329,7 +409,7 @@ func Run(ctx context.Context, a archive.Archive, cfg Config) (Result, error) {
 		// The generator's time is not the engine's.
 		t := time.Now()
 		if err := a.Append(ctx, batch); err != nil {
-			return res, fmt.Errorf("append at %d: %w", res.Events, err)
+			return dataSet{}, fmt.Errorf("append at %d: %w", res.Events, err)
 		}
 		appendTime += time.Since(t)
 		res.Events += len(batch)
@@ -342,72 +422,160 @@ func Run(ctx context.Context, a archive.Archive, cfg Config) (Result, error) {
 	res.EventsPerSecond = float64(res.Events) / res.Ingest.Seconds()
 	began = time.Now()
 	if err := a.Sync(ctx); err != nil {
-		return res, err
+		return dataSet{}, err
 	}
 	res.Sync = time.Since(began)
 	logf("ingest: %d events (%d distinct) in %s of appends (%.0f/s), sync %s", res.Events, res.DistinctEvents, res.Ingest.Round(time.Millisecond), res.EventsPerSecond, res.Sync.Round(time.Millisecond))
-	d := struct {
-		objects []string
-		pairs   [][2]string
-		related []string
-	}{pairs: g.pairs, related: g.nodes}
-	for _, o := range g.objects {
-		d.objects = append(d.objects, o.name)
+	d := dataSet{objects: g.objects, pairs: g.pairs, nodes: g.nodes}
+	for i := range cfg.Namespaces {
+		d.namespaces = append(d.namespaces, fmt.Sprintf("team-%03d", i))
 	}
+	return d, nil
+}
 
-	rng := rand.New(rand.NewPCG(cfg.Seed+1, cfg.Seed)) //nolint:gosec // repeatable queries, not a secret
-	since := now.Add(-cfg.Span)
+// settle waits until the engine's merges have settled: no rows waiting to
+// be searchable, no part in memory, no merge in flight and none finished
+// since the previous look, a second before. The engine starts merges when
+// parts are added, so without appends none follows.
+func settle(ctx context.Context, a *victorialogs.Embedded, res *Result, logf func(string, ...any)) error {
+	began := time.Now()
+	merges := func(s *logstorage.StorageStats) uint64 {
+		return s.InmemoryMergesCount + s.SmallMergesCount + s.BigMergesCount
+	}
+	var last logstorage.StorageStats
+	err := wait.PollUntilContextTimeout(ctx, time.Second, time.Hour, false, func(context.Context) (bool, error) {
+		s := a.EngineStats()
+		settled := s.PendingRows == 0 && s.InmemoryParts == 0 &&
+			s.ActiveInmemoryMerges+s.ActiveSmallMerges+s.ActiveBigMerges == 0 && merges(&s) == merges(&last)
+		last = s
+		return settled, nil
+	})
+	if err != nil {
+		return fmt.Errorf("the engine's merges did not settle: %w", err)
+	}
+	res.Settle = time.Since(began)
+	logf("merges settled in %s: %d partitions, %d small parts, %d big parts; %d merges done",
+		res.Settle.Round(time.Millisecond), last.PartitionsCount, last.SmallParts, last.BigParts, merges(&last))
+	return nil
+}
+
+// selector makes the terms of one kind of query: the namespace a
+// namespaced variant names, and the field terms.
+type selector struct {
+	name  string
+	terms func(rng *rand.Rand) (string, fields.Requirements)
+}
+
+func selectors(d dataSet) []selector {
 	req := func(f, v string) fields.Requirement {
 		return fields.Requirement{Operator: selection.Equals, Field: f, Value: v}
 	}
-	selectors := []struct {
-		name  string
-		terms func() fields.Requirements
-	}{
-		{"regarding.name=X", func() fields.Requirements {
-			return fields.Requirements{req("involvedObject.name", d.objects[rng.IntN(len(d.objects))])}
+	namespace := func(rng *rand.Rand) string { return d.namespaces[rng.IntN(len(d.namespaces))] }
+	return []selector{
+		{"regarding.name=X", func(rng *rand.Rand) (string, fields.Requirements) {
+			o := d.objects[rng.IntN(len(d.objects))]
+			return o.ns, fields.Requirements{req("involvedObject.name", o.name)}
 		}},
-		{"regarding.name=X,reason=Y", func() fields.Requirements {
+		{"regarding.name=X,reason=Y", func(rng *rand.Rand) (string, fields.Requirements) {
 			p := d.pairs[rng.IntN(len(d.pairs))]
-			return fields.Requirements{req("involvedObject.name", p[0]), req("reason", p[1])}
+			return p[0], fields.Requirements{req("involvedObject.name", p[1]), req("reason", p[2])}
 		}},
-		{"related.name=X", func() fields.Requirements {
-			return fields.Requirements{req("related.name", d.related[rng.IntN(len(d.related))])}
+		{"related.name=X", func(rng *rand.Rand) (string, fields.Requirements) {
+			return namespace(rng), fields.Requirements{req("related.name", d.nodes[rng.IntN(len(d.nodes))])}
 		}},
-		{"newest (no selector)", func() fields.Requirements { return nil }},
+		{"newest (no selector)", func(rng *rand.Rand) (string, fields.Requirements) {
+			return namespace(rng), nil
+		}},
 	}
-	for _, sel := range selectors {
-		var first, next []time.Duration
-		var firstRecords, nextRecords int
-		for range cfg.Queries {
-			q := archive.Query{Since: since, Until: now.Add(time.Minute), Limit: cfg.Limit, Fields: sel.terms()}
-			for p := range cfg.Pages {
-				began := time.Now()
-				page, err := a.Query(ctx, q)
-				took := time.Since(began)
-				if err != nil {
-					return res, fmt.Errorf("%s: %w", sel.name, err)
-				}
-				if p == 0 {
-					first, firstRecords = append(first, took), firstRecords+len(page.Records)
-				} else {
-					next, nextRecords = append(next, took), nextRecords+len(page.Records)
-				}
-				if page.Next == nil {
-					break
-				}
-				q.After = page.Next
+}
+
+// pages accumulates the measurements of one kind of page.
+type pages struct {
+	took    []time.Duration
+	cpu     time.Duration
+	records int
+	phases  map[victorialogs.QueryPhase]*PhaseStats
+}
+
+func (p *pages) trace(phase victorialogs.QueryPhase, stats *logstorage.QueryStats, took time.Duration) {
+	ps := p.phases[phase]
+	if ps == nil {
+		ps = &PhaseStats{Phase: phase}
+		p.phases[phase] = ps
+	}
+	ps.Queries++
+	ps.Took += took
+	ps.Stats.UpdateAtomic(stats)
+}
+
+// measureQueries runs each selector cluster-wide and namespaced until it
+// has cfg.Samples first pages and as many following pages, or (for a
+// selector whose queries seldom have a following page) four times as many
+// queries.
+func measureQueries(ctx context.Context, a archive.Archive, cfg Config, now time.Time, d dataSet, logf func(string, ...any)) ([]Latency, error) {
+	rng := rand.New(rand.NewPCG(cfg.Seed+1, cfg.Seed)) //nolint:gosec // repeatable queries, not a secret
+	since := now.Add(-cfg.Span)
+	var current *pages
+	traced := victorialogs.WithQueryTrace(ctx, func(phase victorialogs.QueryPhase, stats *logstorage.QueryStats, took time.Duration) {
+		current.trace(phase, stats, took)
+	})
+	var out []Latency
+	for _, sel := range selectors(d) {
+		for _, namespaced := range []bool{false, true} {
+			name := sel.name + " cluster-wide"
+			if namespaced {
+				name = sel.name + " namespaced"
 			}
-		}
-		res.Queries = append(res.Queries, summarize(sel.name+", first page", first, firstRecords))
-		if len(next) > 0 {
-			res.Queries = append(res.Queries, summarize(sel.name+", following pages", next, nextRecords))
+			end := logPhase(logf, "queries "+name)
+			first := &pages{phases: map[victorialogs.QueryPhase]*PhaseStats{}}
+			next := &pages{phases: map[victorialogs.QueryPhase]*PhaseStats{}}
+			for queries := 0; len(first.took) < cfg.Samples ||
+				len(next.took) > 0 && len(next.took) < cfg.Samples && queries < 4*cfg.Samples; queries++ {
+				ns, terms := sel.terms(rng)
+				q := archive.Query{Since: since, Until: now.Add(time.Minute), Limit: cfg.Limit, Fields: terms}
+				if namespaced {
+					q.Namespace = ns
+				}
+				for p := range cfg.Pages {
+					current = first
+					if p > 0 {
+						current = next
+					}
+					cpu := cpuTime()
+					began := time.Now()
+					page, err := a.Query(traced, q)
+					took := time.Since(began)
+					current.cpu += cpuTime() - cpu
+					if err != nil {
+						return nil, fmt.Errorf("%s: %w", name, err)
+					}
+					current.took = append(current.took, took)
+					current.records += len(page.Records)
+					if page.Next == nil {
+						break
+					}
+					q.After = page.Next
+				}
+			}
+			for _, l := range []Latency{summarize(name+", first page", first), summarize(name+", following pages", next)} {
+				if l.Count == 0 {
+					continue
+				}
+				out = append(out, l)
+				logf("query %-55s n=%5d p50=%8s p99=%8s max=%8s cpu=%8s records/page=%.1f", l.Name, l.Count,
+					l.P50.Round(10*time.Microsecond), l.P99.Round(10*time.Microsecond), l.Max.Round(10*time.Microsecond), l.CPU.Round(10*time.Microsecond), l.Records)
+				for _, ps := range l.Phases {
+					n := float64(l.Count)
+					logf("  %-5s per page: %5.1f queries %8.2f ms %7.0f blocks %9.0f rows processed %7.0f rows found %6.2f MB read %7.2f MB decompressed",
+						ps.Phase, float64(ps.Queries)/n, float64(ps.Took.Microseconds())/1000/n, float64(ps.Stats.BlocksProcessed)/n,
+						float64(ps.Stats.RowsProcessed)/n, float64(ps.Stats.RowsFound)/n,
+						float64(ps.Stats.GetBytesReadTotal())/1e6/n, float64(ps.Stats.BytesProcessedUncompressedValues)/1e6/n)
+				}
+			}
+			end()
 		}
 	}
-	for _, l := range res.Queries {
-		logf("query %-45s n=%4d p50=%8s p99=%8s max=%8s records/page=%.1f", l.Name, l.Count, l.P50.Round(10*time.Microsecond), l.P99.Round(10*time.Microsecond), l.Max.Round(10*time.Microsecond), l.Records)
-	}
-	return res, nil
+	return out, nil
 }
 
 // Measure reads the archive's size and computes bytes per event.
@@ -421,10 +589,24 @@ func (r *Result) Measure(ctx context.Context, a archive.Archive) error {
 	return nil
 }
 
-func summarize(name string, d []time.Duration, records int) Latency {
+// summarize makes p's Latency; an empty one when p has no pages.
+func summarize(name string, p *pages) Latency {
+	d := p.took
+	if len(d) == 0 {
+		return Latency{Name: name}
+	}
 	slices.Sort(d)
 	at := func(q float64) time.Duration {
 		return d[min(len(d)-1, int(q*float64(len(d))))]
 	}
-	return Latency{Name: name, Count: len(d), P50: at(0.5), P99: at(0.99), Max: d[len(d)-1], Records: float64(records) / float64(len(d))}
+	l := Latency{
+		Name: name, Count: len(d), P50: at(0.5), P99: at(0.99), Max: d[len(d)-1],
+		CPU: p.cpu / time.Duration(len(d)), Records: float64(p.records) / float64(len(d)),
+	}
+	for _, phase := range []victorialogs.QueryPhase{victorialogs.PhaseFind, victorialogs.PhaseCheck, victorialogs.PhaseFetch} {
+		if ps := p.phases[phase]; ps != nil {
+			l.Phases = append(l.Phases, *ps)
+		}
+	}
+	return l
 }

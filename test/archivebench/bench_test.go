@@ -31,25 +31,29 @@ var (
 	full    = flag.Bool("history.full", false, "run TestHistory, the full benchmark (make bench-history)")
 	events  = flag.Int("history.events", 10_000_000, "archived events (states) of TestHistory")
 	objects = flag.Int("history.objects", 100_000, "distinct regarding objects of TestHistory")
+	samples = flag.Int("history.samples", 1000, "pages measured per selector and scope of TestHistory, first and following pages apart")
 	dir     = flag.String("history.dir", "", "the embedded archive's directory (default: a temporary one)")
 )
 
-// bounds are what a run is held to.
+// bounds are what a run is held to; a zero p50 holds none.
 type bounds struct {
 	eventsPerSecond float64
-	p99             time.Duration
+	p50, p99        time.Duration
 	bytesPerEvent   float64
 }
 
 // goals are issue 25's, on a 2-core machine, for the full run. The smoke's
 // data set is too small for the goal on disk (the engine compresses a
 // block per namespace and day: 196 bytes per event at 200,000 events, 180
-// at 1,000,000), and CI shares its cores: it is held to twice the time
-// bounds, to catch a change that breaks the shape rather than one that
+// at 1,000,000), and CI shares its cores: its p99 of a few dozen pages is
+// their slowest, one cold read or one stall of a shared core (above a
+// second at load 8). It is held to half the ingest rate, a p50 of the
+// goal and a p99 of two seconds, to catch a change that breaks the shape
+// (a query that reads every block of the month) rather than one that
 // moves the numbers.
 var (
 	goals       = bounds{eventsPerSecond: 10_000, p99: 100 * time.Millisecond, bytesPerEvent: 150}
-	smokeBounds = bounds{eventsPerSecond: 5_000, p99: 200 * time.Millisecond, bytesPerEvent: 220}
+	smokeBounds = bounds{eventsPerSecond: 5_000, p50: 100 * time.Millisecond, p99: 2 * time.Second, bytesPerEvent: 220}
 )
 
 // config is a month of events shaped as issue 25 asks: a few hundred
@@ -59,7 +63,7 @@ func config(t *testing.T, events, objects int) Config {
 		Events: events, Span: 30 * 24 * time.Hour,
 		Objects: objects, Namespaces: 100, Reasons: 300,
 		SeriesFraction: 0.2, SeriesStates: 5, RelatedFraction: 0.1,
-		Batch: 1000, Queries: 100, Limit: 100, Pages: 3,
+		Batch: 1000, Samples: *samples, Limit: 100, Pages: 3,
 		Seed: 1, Log: testWriter{t},
 	}
 }
@@ -79,10 +83,6 @@ func run(t *testing.T, cfg Config, dir string) Result {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := res.Measure(ctx, a); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("on disk after the ingest: %d bytes, %d rows, %.1f bytes per event", res.Stats.DiskBytes, res.Stats.Rows, res.BytesPerEvent)
 	began := time.Now()
 	a.ForceMerge()
 	if err := res.Measure(context.Background(), a); err != nil {
@@ -90,6 +90,9 @@ func run(t *testing.T, cfg Config, dir string) Result {
 	}
 	t.Logf("on disk once each day is merged (%s): %d bytes, %.1f bytes per event (%.1f per distinct event)",
 		time.Since(began).Round(time.Millisecond), res.Stats.DiskBytes, res.BytesPerEvent, float64(res.Stats.DiskBytes)/float64(res.DistinctEvents))
+	if res.Busy() {
+		t.Logf("NOT QUIET: the run started at load average %.2f, above %d", res.StartLoad, quietLoad)
+	}
 	return res
 }
 
@@ -101,6 +104,9 @@ func check(t *testing.T, res Result, b bounds) {
 		t.Errorf("%.1f bytes per event on disk, bound %.0f", res.BytesPerEvent, b.bytesPerEvent)
 	}
 	for _, l := range res.Queries {
+		if b.p50 > 0 && l.P50 > b.p50 {
+			t.Errorf("%s: p50 %s, bound %s", l.Name, l.P50, b.p50)
+		}
 		if l.P99 > b.p99 {
 			t.Errorf("%s: p99 %s, bound %s", l.Name, l.P99, b.p99)
 		}
@@ -118,7 +124,7 @@ func TestSmoke(t *testing.T) {
 		t.Skip("-history.full runs TestHistory")
 	}
 	cfg := config(t, 200_000, 10_000)
-	cfg.Queries = 30
+	cfg.Samples = 30
 	check(t, run(t, cfg, t.TempDir()), smokeBounds)
 }
 

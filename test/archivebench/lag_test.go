@@ -18,6 +18,7 @@ package archivebench
 
 import (
 	"context"
+	"debug/buildinfo"
 	"flag"
 	"fmt"
 	"net/http"
@@ -171,12 +172,24 @@ func checkLag(t *testing.T, res LagResult, b lagBounds) {
 	}
 }
 
-// buildServer builds the server binary into t's temporary directory.
+// buildServer builds the server binary into t's temporary directory and
+// logs whether it is built as shipped (CGO_ENABLED=0, as make
+// bench-archive-lag builds it).
 func buildServer(t *testing.T) string {
 	t.Helper()
 	binary, err := harness.BuildServer(t.Context(), t.TempDir())
 	if err != nil {
 		t.Fatal(err)
+	}
+	info, err := buildinfo.ReadFile(binary)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cgo := cgoEnabled(info)
+	if cgo == "0" {
+		t.Log("the server is built with CGO_ENABLED=0, as it ships (pure-Go zstd)")
+	} else {
+		t.Logf("NOT AS SHIPPED: the server is built with CGO_ENABLED=%q; it ships with CGO_ENABLED=0 (pure-Go zstd)", cgo)
 	}
 	return binary
 }

@@ -189,7 +189,8 @@ func (e *Embedded) run(ctx context.Context, query string, fn func(row map[string
 		return fmt.Errorf("archive query %q: %w", query, err)
 	}
 	defer recoverPanic(&err, "querying the archive")
-	qctx := logstorage.NewQueryContext(ctx, &logstorage.QueryStats{}, []logstorage.TenantID{{}}, q, false, nil)
+	var stats logstorage.QueryStats
+	qctx := logstorage.NewQueryContext(ctx, &stats, []logstorage.TenantID{{}}, q, false, nil)
 	var mu sync.Mutex
 	var fnErr error
 	row := map[string]string{}
@@ -210,16 +211,17 @@ func (e *Embedded) run(ctx context.Context, query string, fn func(row map[string
 			fnErr = fn(row)
 		}
 	}
+	began := time.Now()
 	if err := e.storage.RunQuery(qctx, write); err != nil {
 		return fmt.Errorf("archive query %q: %w", query, err)
 	}
+	traceQuery(ctx, &stats, time.Since(began))
 	return fnErr
 }
 
 // Stats reports the rows the engine holds and the size of its directory.
 func (e *Embedded) Stats(context.Context) (archive.Stats, error) {
-	var ss logstorage.StorageStats
-	e.storage.UpdateStats(&ss)
+	ss := e.EngineStats()
 	var size int64
 	err := filepath.WalkDir(e.cfg.Dir, func(_ string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -245,6 +247,16 @@ func (e *Embedded) Stats(context.Context) (archive.Stats, error) {
 		return archive.Stats{}, err
 	}
 	return archive.Stats{Rows: int64(ss.RowsCount()), DiskBytes: size}, nil
+}
+
+// EngineStats returns the engine's own counters, those VictoriaLogs
+// exports as its vl_* metrics: its parts and their rows and sizes, the
+// merges it has made and has in flight, the rows not yet searchable
+// (PendingRows) or not yet on disk (in-memory parts).
+func (e *Embedded) EngineStats() logstorage.StorageStats {
+	var ss logstorage.StorageStats
+	e.storage.UpdateStats(&ss)
+	return ss
 }
 
 // Close writes what the engine holds in memory to disk and releases the

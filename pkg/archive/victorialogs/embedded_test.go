@@ -19,15 +19,20 @@ package victorialogs
 import (
 	"bytes"
 	"flag"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/VictoriaMetrics/VictoriaLogs/lib/logstorage"
 	vmlogger "github.com/VictoriaMetrics/VictoriaMetrics/lib/logger"
 	"github.com/VictoriaMetrics/VictoriaMetrics/lib/memory"
 	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/ktesting"
 
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/kube-events/events-apiserver/pkg/archive"
 	"github.com/kube-events/events-apiserver/pkg/archive/archivetest"
 )
 
@@ -70,5 +75,71 @@ func TestEmbeddedContainsProcess(t *testing.T) {
 	}
 	if !flag.Parsed() {
 		t.Error("flag.CommandLine is not parsed: lib/memory would panic")
+	}
+}
+
+// TestEmbeddedQueryTrace checks that a traced page reports each of its
+// queries with its phase and the engine's statistics, and that
+// EngineStats sees the synced rows on disk.
+func TestEmbeddedQueryTrace(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	a, err := OpenEmbedded(ctx, EmbeddedConfig{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	now := time.Now()
+	var records []archive.Record
+	for i := range 3 {
+		records = append(records, archive.Record{
+			UID: "uid-" + strconv.Itoa(i), Namespace: "ns", Name: "n" + strconv.Itoa(i), ResourceVersion: strconv.Itoa(10 + i),
+			Time: now.Add(-time.Duration(i) * time.Minute), Object: []byte("{}"),
+		})
+	}
+	if err := a.Append(ctx, records); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := a.EngineStats(); got.RowsCount() != 3 || got.InmemoryParts != 0 {
+		t.Errorf("after Sync the engine holds %d rows, %d parts in memory; want 3 rows, none in memory", got.RowsCount(), got.InmemoryParts)
+	}
+
+	// The phases in the order they ran, each with the rows its queries
+	// found: the find queries (a slice of time each) the three rows, one
+	// check query their UIDs' newest states, one fetch query the rows.
+	type phaseRows struct {
+		Phase     QueryPhase
+		RowsFound uint64
+	}
+	var got []phaseRows
+	traceCtx := WithQueryTrace(ctx, func(phase QueryPhase, stats *logstorage.QueryStats, took time.Duration) {
+		if took <= 0 {
+			t.Errorf("%s query took %s", phase, took)
+		}
+		if len(got) == 0 || got[len(got)-1].Phase != phase {
+			got = append(got, phaseRows{Phase: phase})
+		}
+		got[len(got)-1].RowsFound += stats.RowsFound
+	})
+	page, err := a.Query(traceCtx, archive.Query{Limit: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(page.Records) != 3 {
+		t.Errorf("%d records, want 3", len(page.Records))
+	}
+	want := []phaseRows{{PhaseFind, 3}, {PhaseCheck, 3}, {PhaseFetch, 3}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("traced phases (-want +got):\n%s", diff)
+	}
+
+	got = nil
+	if _, err := a.Query(ctx, archive.Query{Limit: 10}); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 0 {
+		t.Errorf("an untraced query reported %d queries", len(got))
 	}
 }

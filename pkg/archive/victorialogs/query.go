@@ -149,7 +149,7 @@ func queryPage(ctx context.Context, r runner, q archive.Query, retention time.Du
 	// rows that are their UID's newest state; it reports whether the page
 	// is complete.
 	decide := func() (bool, error) {
-		newest, err := newestStates(ctx, r, w, pending)
+		newest, err := newestStates(withPhase(ctx, PhaseCheck), r, w, pending)
 		if err != nil {
 			return false, err
 		}
@@ -184,7 +184,7 @@ func queryPage(ctx context.Context, r runner, q archive.Query, retention time.Du
 		if l := hi.Add(-span); l.After(lo) {
 			lo = l
 		}
-		rows, err := readBatch(ctx, r, base, lo, hi, pos, batch)
+		rows, err := readBatch(withPhase(ctx, PhaseFind), r, base, lo, hi, pos, batch)
 		if err != nil {
 			return archive.Page{}, err
 		}
@@ -218,7 +218,7 @@ func queryPage(ctx context.Context, r runner, q archive.Query, retention time.Du
 			return archive.Page{}, err
 		}
 	}
-	records, err := readRecords(ctx, r, page)
+	records, err := readRecords(withPhase(ctx, PhaseFetch), r, page)
 	if err != nil {
 		return archive.Page{}, err
 	}
