@@ -53,13 +53,16 @@ type crashingArchive struct {
 
 	mu             sync.Mutex
 	durable, since map[string]bool // uid@resourceVersion
-	down           bool
+	// lost are the states a crash lost: as the real archives do, a Sync
+	// fails while a state appended since the last one is missing.
+	lost map[string]bool
+	down bool
 	// failed counts the calls that failed, by method.
 	failed map[string]int
 }
 
 func newCrashingArchive() *crashingArchive {
-	return &crashingArchive{durable: map[string]bool{}, since: map[string]bool{}, failed: map[string]int{}}
+	return &crashingArchive{durable: map[string]bool{}, since: map[string]bool{}, lost: map[string]bool{}, failed: map[string]int{}}
 }
 
 func (a *crashingArchive) Append(_ context.Context, records []archive.Record) error {
@@ -71,6 +74,7 @@ func (a *crashingArchive) Append(_ context.Context, records []archive.Record) er
 	}
 	for _, r := range records {
 		a.since[r.UID+"@"+r.ResourceVersion] = true
+		delete(a.lost, r.UID+"@"+r.ResourceVersion)
 	}
 	return nil
 }
@@ -81,6 +85,10 @@ func (a *crashingArchive) Sync(context.Context) error {
 	if a.down {
 		a.failed["Sync"]++
 		return archive.Unavailable("down")
+	}
+	if len(a.lost) > 0 {
+		a.failed["Sync"]++
+		return archive.Unavailable("%d states appended since the last Sync are missing", len(a.lost))
 	}
 	for k := range a.since {
 		a.durable[k] = true
@@ -96,6 +104,9 @@ func (a *crashingArchive) Stats(context.Context) (archive.Stats, error) {
 func (a *crashingArchive) crash() {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	for k := range a.since {
+		a.lost[k] = true
+	}
 	clear(a.since)
 	a.down = true
 }
@@ -225,8 +236,7 @@ func testArchiverAppendsAgainAfterCrash(t *testing.T, writeWhileDown bool, faile
 	}
 
 	waitFor("the first checkpoint", checkpointAt(put(0)))
-	// Taken, not yet durable: the checkpoint loop syncs at most once a
-	// second, and the crash comes at once.
+	// Taken, perhaps not yet durable: the crash comes at once.
 	put(1)
 	waitFor("the append", func() bool { return a.appended()[want[1]] })
 	a.crash()

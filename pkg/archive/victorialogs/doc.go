@@ -79,9 +79,14 @@ limitations under the License.
 // Neither engine writes to disk per append: the library keeps appended rows
 // in memory and writes them within its flush interval (Embedded: at least
 // a second; a service: -inmemoryDataFlushInterval, 5 s by default), later
-// on a busy machine. Sync (both engines) waits until every state appended
-// since the last Sync is visible and every block holding one is in a file
-// part (LogsQL's block_stats names one), so that a checkpoint taken after
+// on a busy machine. Sync writes them at once where it can: a partition's
+// snapshot (the library's PartitionSnapshotMustCreate; a single node's
+// /internal/partition/snapshot/create) writes the partition's in-memory
+// parts to files first, and Sync deletes it again; a cluster's vlinsert has
+// no snapshots, and its storage nodes write on their flush interval. Sync
+// (both engines) then checks that every state appended since the last
+// Sync is visible and every block holding one is in a file part (LogsQL's
+// block_stats names one), so that a checkpoint taken after
 // Sync survives a crash of the engine; the tests kill victoria-logs and a
 // storage node with SIGKILL under load and find every row. A state lost
 // in a crash before Sync never shows, Sync fails, and the archiver appends

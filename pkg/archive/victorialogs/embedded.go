@@ -162,19 +162,29 @@ func (e *Embedded) Append(ctx context.Context, records []archive.Record) (err er
 	return e.appended.record(records, e.cfg.Retention)
 }
 
-// Sync makes the records appended since the last Sync visible to Query at
-// once and returns once they are on disk. The library has no call for the
-// latter: it writes what it holds in memory when it is FlushInterval old,
-// on a ticker of FlushInterval, so Sync asks it (waitOnDisk) until none of
-// their blocks is in memory, between one and two FlushIntervals.
+// Sync makes the records appended since the last Sync visible to Query and
+// writes them to disk at once (persist), then checks (waitOnDisk) that
+// they are visible and that none of their blocks is in memory only.
 func (e *Embedded) Sync(ctx context.Context) error {
-	return e.appended.sync(ctx, e, e.flush, 2*e.cfg.FlushInterval+time.Minute)
+	return e.appended.sync(ctx, e, e.persist, 2*e.cfg.FlushInterval+time.Minute)
 }
 
-// flush makes the library's buffered rows searchable parts.
-func (e *Embedded) flush(context.Context) (err error) {
-	defer recoverPanic(&err, "flushing the archive")
+// persist makes the library's buffered rows searchable parts and writes the
+// in-memory parts of the partitions of days to files. The library writes
+// them on its own only when they are FlushInterval old, on a ticker of
+// FlushInterval; its one exported call that writes them at once is a
+// partition's snapshot (it flushes, then hard-links the files), which
+// persist deletes again right away.
+func (e *Embedded) persist(_ context.Context, days []string) (err error) {
+	defer recoverPanic(&err, "writing the archive to disk")
 	e.storage.DebugFlush()
+	for _, day := range days {
+		for _, snapshot := range e.storage.PartitionSnapshotMustCreate(day) {
+			if err := e.storage.PartitionSnapshotDelete(snapshot); err != nil {
+				return archive.Unavailable("deleting the archive's snapshot %s: %v", snapshot, err)
+			}
+		}
+	}
 	return nil
 }
 

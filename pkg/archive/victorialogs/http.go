@@ -30,6 +30,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/kube-events/events-apiserver/pkg/archive"
@@ -88,6 +89,10 @@ type HTTP struct {
 	cfg      HTTPConfig
 	auth     *authenticator
 	appended appendLog
+	// noSnapshots is set once the service answered that it has no
+	// partition snapshots (a cluster's vlinsert): Sync then waits for its
+	// flush interval.
+	noSnapshots atomic.Bool
 }
 
 var _ archive.Archive = &HTTP{}
@@ -184,13 +189,13 @@ func (h *HTTP) do(req *http.Request) (*http.Response, error) {
 	defer resp.Body.Close()
 	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
 	err = fmt.Errorf("%s %s: %s: %s", req.Method, req.URL.Path, resp.Status, bytes.TrimSpace(msg))
-	if resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden {
-		return nil, archive.Unavailable("%s %s: %s: %s", req.Method, req.URL.Path, resp.Status, h.auth.refused())
+	switch {
+	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
+		err = archive.Unavailable("%s %s: %s: %s", req.Method, req.URL.Path, resp.Status, h.auth.refused())
+	case resp.StatusCode >= 500 || resp.StatusCode == http.StatusTooManyRequests:
+		err = archive.Unavailable("%w", err)
 	}
-	if resp.StatusCode >= 500 || resp.StatusCode == http.StatusTooManyRequests {
-		return nil, archive.Unavailable("%w", err)
-	}
-	return nil, err
+	return nil, &refusal{code: resp.StatusCode, err: err}
 }
 
 // Append sends records to the service; it returns once the service
@@ -237,32 +242,85 @@ func (h *HTTP) Append(ctx context.Context, records []archive.Record) error {
 	return h.appended.record(records, h.cfg.Retention)
 }
 
-// Sync asks the service to flush what it buffers (/internal/force_flush:
-// a vlinsert sends its buffers to the storage nodes) and waits until
-// every state appended since the last Sync began is visible (counted by
-// resourceVersion ranges) and on disk (block_stats names a file part for
-// each block that holds one of them; a block of an in-memory part has
-// none). A state
-// the service lost (a storage node killed before its flush) never becomes
-// visible: Sync then fails after a minute (and twice FlushInterval), and
-// the archiver appends it again.
+// Sync asks the service to flush what it buffers and write it to disk
+// (persist), then waits until every state appended since the last Sync
+// began is visible (counted by resourceVersion ranges) and on disk
+// (block_stats names a file part for each block that holds one of them; a
+// block of an in-memory part has none). A state the service lost (a
+// storage node killed before its flush) never becomes visible: Sync then
+// fails after a minute (and twice FlushInterval), and the archiver appends
+// it again.
 func (h *HTTP) Sync(ctx context.Context) error {
-	return h.appended.sync(ctx, h, h.forceFlush, time.Minute+2*h.cfg.FlushInterval)
+	return h.appended.sync(ctx, h, h.persist, time.Minute+2*h.cfg.FlushInterval)
 }
 
-// forceFlush asks the service to flush what it buffers.
-func (h *HTTP) forceFlush(ctx context.Context) error {
-	req, err := h.newRequest(ctx, h.cfg.URL, "/internal/force_flush", nil, nil)
-	if err != nil {
+// persist asks the service to flush what it buffers (/internal/force_flush:
+// a vlinsert sends its buffers to the storage nodes), then, as the
+// embedded archive does, to snapshot the partitions of days and delete the
+// snapshots again: a snapshot writes a partition's in-memory parts to disk
+// first, where the service would otherwise write them on its flush
+// interval. A cluster's vlinsert has no snapshots (only its storage nodes
+// do): Sync then waits for the storage nodes' flush interval.
+func (h *HTTP) persist(ctx context.Context, days []string) error {
+	if _, err := h.call(ctx, "/internal/force_flush", nil); err != nil {
 		return err
+	}
+	if h.noSnapshots.Load() {
+		return nil
+	}
+	for _, day := range days {
+		body, err := h.call(ctx, "/internal/partition/snapshot/create", url.Values{"partition_prefix": {day}})
+		var refused *refusal
+		if errors.As(err, &refused) && refused.code/100 == 4 && refused.code != http.StatusTooManyRequests {
+			// No snapshots here: a vlinsert ("unsupported path"), or a
+			// node that wants its -partitionManageAuthKey (the
+			// credentials force_flush just took do not open them).
+			// waitOnDisk waits for the flush interval instead.
+			h.noSnapshots.Store(true)
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		var snapshots []string
+		if err := json.Unmarshal(body, &snapshots); err != nil {
+			return fmt.Errorf("/internal/partition/snapshot/create answered %q: %w", body, err)
+		}
+		for _, snapshot := range snapshots {
+			if _, err := h.call(ctx, "/internal/partition/snapshot/delete", url.Values{"path": {snapshot}}); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// refusal is an answer of the service that is not 2xx, as do reports it:
+// err, unavailable or not, and the status code.
+type refusal struct {
+	code int
+	err  error
+}
+
+func (r *refusal) Error() string { return r.err.Error() }
+func (r *refusal) Unwrap() error { return r.err }
+
+// call posts to path on the service and returns its 2xx answer's body.
+func (h *HTTP) call(ctx context.Context, path string, params url.Values) ([]byte, error) {
+	req, err := h.newRequest(ctx, h.cfg.URL, path, params, nil)
+	if err != nil {
+		return nil, err
 	}
 	resp, err := h.do(req)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	_, _ = io.Copy(io.Discard, resp.Body)
-	_ = resp.Body.Close()
-	return nil
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		return nil, archive.Unavailable("%s %s: %w", req.Method, req.URL.Path, err)
+	}
+	return body, nil
 }
 
 // Query answers q; see archive.Archive.

@@ -233,9 +233,12 @@ func TestCluster(t *testing.T) {
 // returned is there once the service is back; and a Sync after a kill
 // that lost states does not return until they are there (here: it fails,
 // since nobody appends them again).
+//
+// The service writes to disk on its own only every hour here: what a Sync
+// made durable, its snapshot of the partition put on disk.
 func TestSyncSurvivesKill(t *testing.T) {
 	bin := victoriaLogsBinary(t)
-	node := startNode(t, bin, storageArgs(t)...)
+	node := startNode(t, bin, append(storageArgs(t), "-inmemoryDataFlushInterval=1h")...)
 	engine := openService(t, node.url(), "")
 	now := time.Now().Add(-time.Minute)
 	records := func(from, n int) []archive.Record {

@@ -260,9 +260,27 @@ func (l *appendLog) backlog() int {
 	return len(l.u.states)
 }
 
+// flushFunc makes what was appended searchable, and on disk if it can: days
+// are the engine's partitions (UTC days, YYYYMMDD) the appended states are
+// in.
+type flushFunc func(ctx context.Context, days []string) error
+
+// days returns the UTC days (YYYYMMDD) of u's states, in order.
+func (u *unsynced) days() []string {
+	var days []string
+	for _, s := range u.states {
+		day := time.Unix(0, s.time).UTC().Format("20060102")
+		if !slices.Contains(days, day) {
+			days = append(days, day)
+		}
+	}
+	slices.Sort(days)
+	return days
+}
+
 // sync makes what was recorded before it searchable (flush) and waits, at
 // most within, until it is visible in r and on disk (waitOnDisk).
-func (l *appendLog) sync(ctx context.Context, r runner, flush func(context.Context) error, within time.Duration) (err error) {
+func (l *appendLog) sync(ctx context.Context, r runner, flush flushFunc, within time.Duration) (err error) {
 	l.mu.Lock()
 	u := l.u
 	l.u = unsynced{}
@@ -283,19 +301,20 @@ func (l *appendLog) sync(ctx context.Context, r runner, flush func(context.Conte
 			l.mu.Unlock()
 		}
 	}()
-	if err := flush(ctx); err != nil {
+	if err := flush(ctx, u.days()); err != nil {
 		return err
 	}
 	return waitOnDisk(ctx, r, probes, within)
 }
 
 // waitOnDisk waits, within the given time, until every probe found its
-// states visible in r and none of their blocks in memory only: the engine
-// writes in-memory parts to files on a timer of its flush interval, and a
-// state still in memory is lost if the engine stops. There is no call to
-// write them at once, so Sync polls for it. Each probe's queries are
-// bounded by maxStatesPerProbe, and a probe that found its states on disk
-// is not asked again.
+// states visible in r and none of their blocks in memory only: a state
+// still in memory is lost if the engine stops. The flush before it wrote
+// them to disk if the engine can (a partition snapshot); a cluster's
+// storage nodes write them on a timer of their flush interval, which
+// waitOnDisk then waits for. Each probe's queries are bounded by
+// maxStatesPerProbe, and a probe that found its states on disk is not
+// asked again.
 func waitOnDisk(ctx context.Context, r runner, probes []*probe, within time.Duration) error {
 	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, within, true, func(ctx context.Context) (bool, error) {
 		done := true

@@ -95,7 +95,7 @@ func TestSyncAfterBacklog(t *testing.T) {
 	)
 	ctx, a := openEmbedded(t)
 	errFlush := errors.New("flush refused")
-	failFlush := func(context.Context) error { return errFlush }
+	failFlush := func(context.Context, []string) error { return errFlush }
 	b := newBacklog(objects)
 	records := make([]archive.Record, 0, batch)
 	start := time.Now()
@@ -281,7 +281,7 @@ func TestSyncGivesBackWhatIsNotOnDisk(t *testing.T) {
 	// the failed Sync gives them back too, and the next one finds them.
 	var err error
 	for range 5 {
-		err = a.appended.sync(ctx, a, a.flush, 8*time.Second)
+		err = a.appended.sync(ctx, a, a.persist, 8*time.Second)
 		if err == nil || a.appended.backlog() <= lost {
 			break
 		}
@@ -301,5 +301,34 @@ func TestSyncGivesBackWhatIsNotOnDisk(t *testing.T) {
 	}
 	if got := a.appended.backlog(); got != 0 {
 		t.Errorf("after a Sync that succeeded, the next waits for %d states, want 0", got)
+	}
+}
+
+// TestSyncWritesToDisk: Sync puts what was appended on disk itself, with a
+// partition snapshot it deletes again, instead of waiting for the engine to
+// write its in-memory parts on its flush interval (an hour here, far
+// longer than the test waits).
+func TestSyncWritesToDisk(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	a, err := OpenEmbedded(ctx, EmbeddedConfig{Dir: t.TempDir(), Retention: 48 * time.Hour, FlushInterval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = a.Close() })
+	b := newBacklog(10)
+	var records []archive.Record
+	for i := range 100 {
+		records = append(records, b.state(i))
+	}
+	if err := a.Append(ctx, records); err != nil {
+		t.Fatal(err)
+	}
+	syncCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := a.Sync(syncCtx); err != nil {
+		t.Fatalf("Sync with the engine's flush an hour away: %v", err)
+	}
+	if snapshots := a.storage.PartitionSnapshotList(); len(snapshots) != 0 {
+		t.Errorf("snapshots left behind: %v", snapshots)
 	}
 }
