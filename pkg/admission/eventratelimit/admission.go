@@ -44,10 +44,10 @@ import (
 	"k8s.io/utils/clock"
 	"k8s.io/utils/lru"
 
+	"github.com/kube-events/events-apiserver/pkg/admission/internal/eventwrite"
 	"github.com/kube-events/events-apiserver/pkg/apis/core"
 	"github.com/kube-events/events-apiserver/pkg/apis/eventpolicy"
 	"github.com/kube-events/events-apiserver/pkg/apis/eventpolicy/validation"
-	"github.com/kube-events/events-apiserver/pkg/apis/events"
 )
 
 // PluginName is the name under which the plugin registers, for
@@ -149,9 +149,7 @@ func (p *Plugin) refuse(ctx context.Context, l *limiter, b *bucket, describe str
 // eventOf returns the event of a create or update of events, core or
 // events.k8s.io; ok is false for any other request.
 func eventOf(a admission.Attributes) (*core.Event, bool) {
-	resource := a.GetResource()
-	if resource.Resource != "events" || a.GetSubresource() != "" ||
-		(resource.Group != core.GroupName && resource.Group != events.GroupName) {
+	if !eventwrite.Is(a) {
 		return nil, false
 	}
 	event, ok := a.GetObject().(*core.Event)

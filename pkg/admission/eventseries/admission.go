@@ -26,10 +26,10 @@ import (
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/utils/clock"
 
+	"github.com/kube-events/events-apiserver/pkg/admission/internal/eventwrite"
 	"github.com/kube-events/events-apiserver/pkg/apis/core"
 	"github.com/kube-events/events-apiserver/pkg/apis/eventpolicy"
 	"github.com/kube-events/events-apiserver/pkg/apis/eventpolicy/validation"
-	"github.com/kube-events/events-apiserver/pkg/apis/events"
 )
 
 // PluginName is the name under which the plugin registers, for
@@ -106,9 +106,7 @@ func (p *Plugin) Validate(_ context.Context, a admission.Attributes, _ admission
 // eventsOf returns the new and (on update) old event of a request the plugin
 // handles; ok is false for requests it ignores.
 func eventsOf(a admission.Attributes) (newEvent, oldEvent *core.Event, ok bool, err error) {
-	resource := a.GetResource()
-	if resource.Resource != "events" || a.GetSubresource() != "" ||
-		(resource.Group != core.GroupName && resource.Group != events.GroupName) {
+	if !eventwrite.Is(a) {
 		return nil, nil, false, nil
 	}
 	newEvent, isEvent := a.GetObject().(*core.Event)

@@ -37,14 +37,12 @@ import (
 	"runtime/metrics"
 	"sync"
 
+	"github.com/kube-events/events-apiserver/pkg/admission/internal/eventwrite"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apiserver/pkg/admission"
 	compmetrics "k8s.io/component-base/metrics"
 	"k8s.io/component-base/metrics/legacyregistry"
-
-	"github.com/kube-events/events-apiserver/pkg/apis/core"
-	"github.com/kube-events/events-apiserver/pkg/apis/events"
 )
 
 // PluginName is the name under which the plugin registers.
@@ -89,9 +87,7 @@ func NewPlugin(memory Memory) *Plugin {
 // Validate refuses an event create with 503 and Retry-After while the heap
 // that survived the last collection is above Threshold of the limit.
 func (p *Plugin) Validate(_ context.Context, a admission.Attributes, _ admission.ObjectInterfaces) error {
-	resource := a.GetResource()
-	if resource.Resource != "events" || a.GetSubresource() != "" ||
-		(resource.Group != core.GroupName && resource.Group != events.GroupName) {
+	if !eventwrite.Is(a) {
 		return nil
 	}
 	live, limit := p.memory()
