@@ -22,7 +22,9 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -34,6 +36,8 @@ import (
 	"k8s.io/component-base/metrics"
 	"k8s.io/component-base/metrics/testutil"
 	"k8s.io/klog/v2/ktesting"
+
+	"github.com/kube-events/events-apiserver/test/freeport"
 )
 
 // quota is the test etcd's --quota-backend-bytes: small, so that a few
@@ -184,14 +188,28 @@ func startEtcd(t *testing.T) *clientv3.Client {
 	cfg.QuotaBackendBytes = quota
 	cfg.UnsafeNoFsync = true
 	cfg.BackendBatchLimit = 1
-	client, peer := freeURL(t), freeURL(t)
-	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{client}, []url.URL{client}
-	cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{peer}, []url.URL{peer}
-	cfg.InitialCluster = cfg.InitialClusterFromName(cfg.Name)
 	cfg.ListenMetricsUrls = nil
-	e, err := embed.StartEtcd(cfg)
-	if err != nil {
-		t.Fatal(err)
+	// Ports found free may be taken by another test's server before etcd
+	// binds them; pick new ones then.
+	var e *embed.Etcd
+	var client url.URL
+	for attempt := 0; ; attempt++ {
+		ports, err := freeport.Ports(2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		client = url.URL{Scheme: "http", Host: net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[0]))}
+		peer := url.URL{Scheme: "http", Host: net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[1]))}
+		cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{client}, []url.URL{client}
+		cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{peer}, []url.URL{peer}
+		cfg.InitialCluster = cfg.InitialClusterFromName(cfg.Name)
+		e, err = embed.StartEtcd(cfg)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, syscall.EADDRINUSE) || attempt == 4 {
+			t.Fatal(err)
+		}
 	}
 	t.Cleanup(e.Close)
 	select {
@@ -205,17 +223,6 @@ func startEtcd(t *testing.T) *clientv3.Client {
 	}
 	t.Cleanup(func() { _ = c.Close() })
 	return c
-}
-
-// freeURL is an http URL on a loopback port free at the time of the call.
-func freeURL(t *testing.T) url.URL {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return url.URL{Scheme: "http", Host: l.Addr().String()}
 }
 
 // TestSyncHoldsNoSpaceCompaction drives a real etcd out of space with an

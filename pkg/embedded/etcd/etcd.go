@@ -30,7 +30,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
+	"syscall"
 	"time"
 
 	"go.etcd.io/etcd/client/pkg/v3/transport"
@@ -91,7 +91,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 			return server, nil
 		}
 		lastErr = err
-		if !isAddrInUse(err) {
+		if !errors.Is(err, syscall.EADDRINUSE) {
 			break
 		}
 	}
@@ -210,8 +210,4 @@ func freePorts(n int) ([]int, error) {
 		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
 	}
 	return ports, nil
-}
-
-func isAddrInUse(err error) bool {
-	return err != nil && strings.Contains(err.Error(), "address already in use")
 }
