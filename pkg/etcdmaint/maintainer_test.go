@@ -233,19 +233,23 @@ func startEtcd(t *testing.T) *clientv3.Client {
 func TestSyncHoldsNoSpaceCompaction(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		// fill brings etcd out of space and returns the hold: the first
-		// revision the archive has not archived.
-		fill func(t *testing.T, ctx context.Context, c *clientv3.Client) int64
+		// fill brings etcd out of space and returns the hold (the first
+		// revision the archive has not archived) and the high-water mark
+		// that tells whether compacting to the hold freed enough.
+		fill func(t *testing.T, ctx context.Context, c *clientv3.Client) (hold int64, highWater float64)
 		// past: compacting to the hold frees too little, so the maintainer
 		// must compact to the current revision.
 		past bool
 	}{
 		{
 			name: "what expired before the hold frees enough: compacted to the hold",
-			fill: func(t *testing.T, ctx context.Context, c *clientv3.Client) int64 {
-				// Half the quota written and deleted before the hold
-				// (archived, then expired), the rest after it.
-				for i := range quota / 2 / len(value) {
+			fill: func(t *testing.T, ctx context.Context, c *clientv3.Client) (int64, float64) {
+				// A quarter of the quota written and deleted before the
+				// hold (archived, then expired), the rest after it. Leaf
+				// pages bbolt rewrites on every put are reused only once
+				// etcd's reads close, so how much fits before NOSPACE
+				// varies; a quarter always does.
+				for i := range quota / 4 / len(value) {
 					if _, err := c.Put(ctx, fmt.Sprintf("/archived/%d", i), value); err != nil {
 						t.Fatal(err)
 					}
@@ -254,24 +258,26 @@ func TestSyncHoldsNoSpaceCompaction(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				fillUntilNoSpace(t, ctx, c, "/unarchived/")
-				return resp.Header.Revision + 1
+				unarchived := fillUntilNoSpace(t, ctx, c, "/unarchived/")
+				// Compacted to the hold, what is left is below the mark,
+				// which is above it by half of what expired.
+				return resp.Header.Revision + 1, float64(unarchived+quota/8) / quota
 			},
 		},
 		{
 			name: "what expired is after the hold: compacted past it, counted",
-			fill: func(t *testing.T, ctx context.Context, c *clientv3.Client) int64 {
+			fill: func(t *testing.T, ctx context.Context, c *clientv3.Client) (int64, float64) {
 				resp, err := c.Get(ctx, "/any")
 				if err != nil {
 					t.Fatal(err)
 				}
-				fillUntilNoSpace(t, ctx, c, "/unarchived/")
+				unarchived := fillUntilNoSpace(t, ctx, c, "/unarchived/")
 				// Expired under NOSPACE (deletes are allowed): freed only
 				// by a compaction past the hold.
 				if _, err := c.Delete(ctx, "/unarchived/", clientv3.WithPrefix()); err != nil {
 					t.Fatal(err)
 				}
-				return resp.Header.Revision + 1
+				return resp.Header.Revision + 1, float64(unarchived/2) / quota
 			},
 			past: true,
 		},
@@ -279,16 +285,12 @@ func TestSyncHoldsNoSpaceCompaction(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			_, ctx := ktesting.NewTestContext(t)
 			c := startEtcd(t)
-			hold := tc.fill(t, ctx, c)
+			hold, highWater := tc.fill(t, ctx, c)
 			current := status(t, ctx, c).Header.Revision
 			lostBefore := counterValue(t, historyLostRevisions)
 			heldBefore := counterValue(t, heldCompactions)
 
-			// Once defragmented, the values written until NOSPACE fill
-			// about two-thirds of the quota (bbolt's own pages the rest):
-			// a high-water mark of one half tells whether the compaction
-			// freed them.
-			m := New(Config{Client: c, HighWater: 0.5,
+			m := New(Config{Client: c, HighWater: highWater,
 				Policy: Policy{Hold: func(context.Context) (int64, bool, error) { return hold, true, nil }}})
 			if err := m.Sync(ctx); err != nil {
 				t.Fatalf("Sync: %v", err)
@@ -343,13 +345,13 @@ func TestSyncHoldsNoSpaceCompaction(t *testing.T) {
 }
 
 // fillUntilNoSpace puts values under prefix until etcd refuses one for
-// lack of space.
-func fillUntilNoSpace(t *testing.T, ctx context.Context, c *clientv3.Client, prefix string) {
+// NOSPACE and returns the bytes of the values it took.
+func fillUntilNoSpace(t *testing.T, ctx context.Context, c *clientv3.Client, prefix string) int {
 	t.Helper()
 	for i := 0; ; i++ {
 		_, err := c.Put(ctx, fmt.Sprintf("%s%d", prefix, i), value)
 		if errors.Is(err, rpctypes.ErrNoSpace) {
-			return
+			return i * len(value)
 		}
 		if err != nil {
 			t.Fatalf("put %d: %v", i, err)
