@@ -117,6 +117,25 @@ func Matches(selfKind, selfName, selfUID, chain, value string) bool {
 	return Contains(chain, value)
 }
 
+// Terms returns every value an ancestor term selects the event with: the
+// regarding object's "Kind/name" and UID (when set) and those of its
+// ancestors in chain; a chain that is no annotation value adds nothing.
+func Terms(selfKind, selfName, selfUID, chain string) []string {
+	var values []string
+	if chain != "" {
+		if err := json.Unmarshal([]byte(chain), &values); err != nil {
+			values = nil
+		}
+	}
+	if selfUID != "" {
+		values = append(values, selfUID)
+	}
+	if selfKind != "" && selfName != "" {
+		values = append(values, Ref(selfKind, selfName))
+	}
+	return values
+}
+
 // IsRef tells a "Kind/name" value from a UID.
 func IsRef(value string) bool { return strings.Contains(value, "/") }
 
