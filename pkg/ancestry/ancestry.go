@@ -145,10 +145,8 @@ func ValidateRef(value string) error {
 	if !ok || kind == "" || name == "" || strings.Contains(name, "/") {
 		return fmt.Errorf("%q: must be Kind/name, such as Deployment/web", value)
 	}
-	for _, r := range kind {
-		if !('a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9') {
-			return fmt.Errorf("%q: the kind must be letters and digits, such as Deployment", value)
-		}
+	if strings.ContainsFunc(kind, func(r rune) bool { return !isASCIIAlphanumeric(r) }) {
+		return fmt.Errorf("%q: the kind must be letters and digits, such as Deployment", value)
 	}
 	return validateChars(value)
 }
@@ -166,4 +164,8 @@ func validateChars(value string) error {
 		return fmt.Errorf("%q: no object's kind, name or UID holds a quote, backslash, comma, bracket or control character", value)
 	}
 	return nil
+}
+
+func isASCIIAlphanumeric(r rune) bool {
+	return 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9'
 }
