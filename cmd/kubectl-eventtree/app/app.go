@@ -46,6 +46,7 @@ import (
 	eventsv1client "k8s.io/client-go/kubernetes/typed/events/v1"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/tools/pager"
+	"k8s.io/component-base/version"
 
 	"github.com/kube-events/events-apiserver/pkg/eventtree"
 )
@@ -123,6 +124,7 @@ selector regarding.ancestor=<Kind>/<name> over the history window of --since.`,
 
   # only its Warnings, in the last 90 minutes, 160 columns wide
   kubectl eventtree deploy web --type Warning --since 90m --width 160`,
+		Version:       version.Get().GitVersion,
 		Args:          cobra.RangeArgs(1, 2),
 		SilenceUsage:  true,
 		SilenceErrors: true,
@@ -130,6 +132,7 @@ selector regarding.ancestor=<Kind>/<name> over the history window of --since.`,
 			return o.Run(cmd.Context(), args)
 		},
 	}
+	cmd.SetVersionTemplate("kubectl-eventtree {{.Version}}\n")
 	flags := cmd.Flags()
 	o.ConfigFlags.AddFlags(flags)
 	flags.StringVar(&o.Since, "since", o.Since, "How far back to read: a duration (90m, 24h, 7d, 1d12h) or an RFC 3339 time; the server keeps 30 days of history")
