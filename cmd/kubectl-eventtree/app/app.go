@@ -35,6 +35,8 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 	eventsv1 "k8s.io/api/events/v1"
+	eventsv1beta1 "k8s.io/api/events/v1beta1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -44,6 +46,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/kubernetes"
 	eventsv1client "k8s.io/client-go/kubernetes/typed/events/v1"
+	eventsv1beta1client "k8s.io/client-go/kubernetes/typed/events/v1beta1"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/tools/pager"
 	"k8s.io/component-base/version"
@@ -66,9 +69,12 @@ const DefaultWidth = 120
 
 // Clients are what the command reads through; tests replace them.
 type Clients struct {
-	Mapper   meta.RESTMapper
-	Events   eventsv1client.EventsV1Interface
-	Metadata metadata.Interface
+	Mapper meta.RESTMapper
+	Events eventsv1client.EventsV1Interface
+	// EventsV1beta1 is the version events-apiserver serves in a cluster
+	// unless in takeover mode, where kube-apiserver keeps v1.
+	EventsV1beta1 eventsv1beta1client.EventsV1beta1Interface
+	Metadata      metadata.Interface
 	// Namespace is the namespace to read, from the kubeconfig or -n.
 	Namespace string
 }
@@ -78,11 +84,14 @@ type Options struct {
 	ConfigFlags *genericclioptions.ConfigFlags
 	genericiooptions.IOStreams
 
-	Since   string
-	Type    string
-	Width   int
-	NoColor bool
-	Live    bool
+	Since string
+	Type  string
+	// APIVersion is the events.k8s.io version to read: v1, v1beta1, or ""
+	// for v1, then v1beta1 when v1 refuses the selector.
+	APIVersion string
+	Width      int
+	NoColor    bool
+	Live       bool
 	// PageSize is the limit of each list request.
 	PageSize int64
 
@@ -136,6 +145,7 @@ selector regarding.ancestor=<Kind>/<name> over the history window of --since.`,
 	flags := cmd.Flags()
 	o.ConfigFlags.AddFlags(flags)
 	flags.StringVar(&o.Since, "since", o.Since, "How far back to read: a duration (90m, 24h, 7d, 1d12h) or an RFC 3339 time; the server keeps 30 days of history")
+	flags.StringVar(&o.APIVersion, "api-version", o.APIVersion, "The events.k8s.io version to read (v1 or v1beta1); by default v1, and v1beta1 when v1 refuses the selector (kube-apiserver serves v1 outside takeover mode)")
 	flags.StringVar(&o.Type, "type", o.Type, "Only events of this type (Normal or Warning)")
 	flags.IntVar(&o.Width, "width", o.Width, "Columns to draw in; the terminal's width by default, else 120")
 	flags.BoolVar(&o.NoColor, "no-color", o.NoColor, "No colors even on a terminal (NO_COLOR in the environment too)")
@@ -166,9 +176,24 @@ func (o *Options) Run(ctx context.Context, args []string) error {
 		return fmt.Errorf("--type %q: want Normal or Warning", o.Type)
 	}
 
-	events, err := ListTreeEvents(ctx, clients.Events.Events(clients.Namespace), TreeSelector(root.Ref, start, o.Type), o.PageSize)
-	if err != nil {
-		return fmt.Errorf("listing the events of %s in %s: %w", root.Ref, clients.Namespace, err)
+	versions := []string{"v1", "v1beta1"}
+	switch o.APIVersion {
+	case "":
+	case "v1", "v1beta1":
+		versions = []string{o.APIVersion}
+	default:
+		return fmt.Errorf("--api-version %q: want v1 or v1beta1", o.APIVersion)
+	}
+	selector := TreeSelector(root.Ref, start, o.Type)
+	var events []eventsv1.Event
+	for i, v := range versions {
+		events, err = ListTreeEvents(ctx, clients.eventPages(v), selector, o.PageSize)
+		if err == nil {
+			break
+		}
+		if i == len(versions)-1 || !apierrors.IsBadRequest(err) {
+			return fmt.Errorf("listing the events of %s in %s (events.k8s.io/%s): %w", root.Ref, clients.Namespace, v, err)
+		}
 	}
 	tree := eventtree.Build(root.Ref, events)
 	if o.Live {
@@ -220,7 +245,7 @@ func (o *Options) clients() (*Clients, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Clients{Mapper: mapper, Events: client.EventsV1(), Metadata: metadataClient, Namespace: namespace}, nil
+	return &Clients{Mapper: mapper, Events: client.EventsV1(), EventsV1beta1: client.EventsV1beta1(), Metadata: metadataClient, Namespace: namespace}, nil
 }
 
 func (o *Options) isTerminal() (int, bool) {
@@ -329,12 +354,62 @@ func TreeSelector(root eventtree.ObjectRef, start time.Time, typ string) fields.
 	return fields.AndSelectors(terms...)
 }
 
+// EventPages lists one page of events.
+type EventPages func(ctx context.Context, opts metav1.ListOptions) (*eventsv1.EventList, error)
+
+// eventPages lists the namespace's events through version, v1beta1's as
+// v1 events (the two versions have the same fields).
+func (c *Clients) eventPages(version string) EventPages {
+	if version == "v1beta1" {
+		return func(ctx context.Context, opts metav1.ListOptions) (*eventsv1.EventList, error) {
+			list, err := c.EventsV1beta1.Events(c.Namespace).List(ctx, opts)
+			if err != nil {
+				return nil, err
+			}
+			out := &eventsv1.EventList{ListMeta: list.ListMeta, Items: make([]eventsv1.Event, len(list.Items))}
+			for i := range list.Items {
+				out.Items[i] = fromV1beta1(&list.Items[i])
+			}
+			return out, nil
+		}
+	}
+	return func(ctx context.Context, opts metav1.ListOptions) (*eventsv1.EventList, error) {
+		return c.Events.Events(c.Namespace).List(ctx, opts)
+	}
+}
+
+// fromV1beta1 is e as an events.k8s.io/v1 event: v1 renamed no field
+// that the tree reads.
+func fromV1beta1(e *eventsv1beta1.Event) eventsv1.Event {
+	out := eventsv1.Event{
+		TypeMeta:                 metav1.TypeMeta{APIVersion: "events.k8s.io/v1", Kind: "Event"},
+		ObjectMeta:               e.ObjectMeta,
+		EventTime:                e.EventTime,
+		ReportingController:      e.ReportingController,
+		ReportingInstance:        e.ReportingInstance,
+		Action:                   e.Action,
+		Reason:                   e.Reason,
+		Regarding:                e.Regarding,
+		Related:                  e.Related,
+		Note:                     e.Note,
+		Type:                     e.Type,
+		DeprecatedSource:         e.DeprecatedSource,
+		DeprecatedFirstTimestamp: e.DeprecatedFirstTimestamp,
+		DeprecatedLastTimestamp:  e.DeprecatedLastTimestamp,
+		DeprecatedCount:          e.DeprecatedCount,
+	}
+	if e.Series != nil {
+		out.Series = &eventsv1.EventSeries{Count: e.Series.Count, LastObservedTime: e.Series.LastObservedTime}
+	}
+	return out
+}
+
 // ListTreeEvents lists every event selector matches, a page of pageSize at
 // a time.
-func ListTreeEvents(ctx context.Context, client eventsv1client.EventInterface, selector fields.Selector, pageSize int64) ([]eventsv1.Event, error) {
+func ListTreeEvents(ctx context.Context, pages EventPages, selector fields.Selector, pageSize int64) ([]eventsv1.Event, error) {
 	var events []eventsv1.Event
 	p := pager.New(pager.SimplePageFunc(func(opts metav1.ListOptions) (runtime.Object, error) {
-		return client.List(ctx, opts)
+		return pages(ctx, opts)
 	}))
 	p.PageSize = pageSize
 	err := p.EachListItem(ctx, metav1.ListOptions{FieldSelector: selector.String()}, func(obj runtime.Object) error {

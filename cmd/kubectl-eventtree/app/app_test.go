@@ -31,6 +31,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	eventsv1beta1 "k8s.io/api/events/v1beta1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -206,13 +208,22 @@ func metadataScheme() *runtime.Scheme {
 // selector, a page of at most limit events at a time, and records the
 // requests.
 type fakeEventsServer struct {
-	events   []eventsv1.Event
+	events []eventsv1.Event
+	// refuse are the versions that answer 400, as kube-apiserver's
+	// events.k8s.io/v1 does for regarding.ancestor.
+	refuse   map[string]bool
 	requests []metav1.ListOptions
+	versions []string
 }
 
 func (s *fakeEventsServer) list(action clienttesting.Action) (bool, runtime.Object, error) {
 	opts := action.(clienttesting.ListActionImpl).ListOptions
+	version := action.GetResource().Version
 	s.requests = append(s.requests, opts)
+	s.versions = append(s.versions, version)
+	if s.refuse[version] {
+		return true, nil, apierrors.NewBadRequest(`unable to parse requirement: field label not supported: regarding.ancestor`)
+	}
 	from := 0
 	if opts.Continue != "" {
 		var err error
@@ -228,7 +239,25 @@ func (s *fakeEventsServer) list(action clienttesting.Action) (bool, runtime.Obje
 	if to < len(s.events) {
 		list.Continue = strconv.Itoa(to)
 	}
+	if version == "v1beta1" {
+		old := &eventsv1beta1.EventList{ListMeta: list.ListMeta}
+		for _, e := range list.Items {
+			old.Items = append(old.Items, toV1beta1(e))
+		}
+		return true, old, nil
+	}
 	return true, list, nil
+}
+
+func toV1beta1(e eventsv1.Event) eventsv1beta1.Event {
+	out := eventsv1beta1.Event{
+		ObjectMeta: e.ObjectMeta, EventTime: e.EventTime, Reason: e.Reason, Regarding: e.Regarding, Note: e.Note, Type: e.Type,
+		DeprecatedFirstTimestamp: e.DeprecatedFirstTimestamp, DeprecatedLastTimestamp: e.DeprecatedLastTimestamp, DeprecatedCount: e.DeprecatedCount,
+	}
+	if e.Series != nil {
+		out.Series = &eventsv1beta1.EventSeries{Count: e.Series.Count, LastObservedTime: e.Series.LastObservedTime}
+	}
+	return out
 }
 
 func TestCommandGolden(t *testing.T) {
@@ -270,19 +299,25 @@ func TestCommandGolden(t *testing.T) {
 		width    int
 		terminal int // a terminal of this width; 0: no terminal
 		noColor  bool
+		// refuseV1: events.k8s.io/v1 is kube-apiserver's, which refuses the
+		// selector; the command reads v1beta1, and draws the same tree.
+		refuseV1 bool
+		golden   string
 	}{
 		{name: "deployment-web", since: "7d", live: true, width: 100},
 		{name: "deployment-web-events-only", since: "7d", width: 100},
 		{name: "deployment-web-terminal", since: "7d", live: true, terminal: 90},
 		{name: "deployment-web-terminal-no-color", since: "7d", live: true, terminal: 90, noColor: true},
+		{name: "v1-refused-read-from-v1beta1", since: "7d", live: true, width: 100, refuseV1: true, golden: "deployment-web"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			server.requests = nil
+			server.requests, server.versions = nil, nil
+			server.refuse = map[string]bool{"v1": tc.refuseV1}
 			var out, errOut bytes.Buffer
 			o := NewOptions(genericiooptions.IOStreams{Out: &out, ErrOut: &errOut})
 			o.Since, o.Type, o.Live, o.Width, o.NoColor, o.PageSize = tc.since, tc.typ, tc.live, tc.width, tc.noColor, 4
 			o.Now = func() time.Time { return testNow }
-			o.Clients = &Clients{Mapper: testMapper(), Events: clientset.EventsV1(), Metadata: live, Namespace: "shop"}
+			o.Clients = &Clients{Mapper: testMapper(), Events: clientset.EventsV1(), EventsV1beta1: clientset.EventsV1beta1(), Metadata: live, Namespace: "shop"}
 			o.IsTerminal = func(io.Writer) (int, bool) { return tc.terminal, tc.terminal > 0 }
 			if err := o.Run(context.Background(), []string{"deployment/web"}); err != nil {
 				t.Fatal(err)
@@ -290,15 +325,32 @@ func TestCommandGolden(t *testing.T) {
 			if errOut.Len() > 0 {
 				t.Errorf("stderr: %s", errOut.String())
 			}
-			golden(t, filepath.Join("testdata", tc.name+".golden"), out.String())
+			goldenName := tc.name
+			if tc.golden != "" {
+				goldenName = tc.golden
+			}
+			golden(t, filepath.Join("testdata", goldenName+".golden"), out.String())
 
 			wantSelector := "regarding.ancestor=Deployment/web,history.since=2026-03-07T12:00:00Z"
 			var want []metav1.ListOptions
+			var wantVersions []string
+			if tc.refuseV1 {
+				want = append(want, metav1.ListOptions{FieldSelector: wantSelector, Limit: 4})
+				wantVersions = append(wantVersions, "v1")
+			}
 			for _, token := range []string{"", "4", "8"} {
 				want = append(want, metav1.ListOptions{FieldSelector: wantSelector, Limit: 4, Continue: token})
+				if tc.refuseV1 {
+					wantVersions = append(wantVersions, "v1beta1")
+				} else {
+					wantVersions = append(wantVersions, "v1")
+				}
 			}
 			if diff := cmp.Diff(want, server.requests); diff != "" {
 				t.Errorf("list requests (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(wantVersions, server.versions); diff != "" {
+				t.Errorf("versions asked (-want +got):\n%s", diff)
 			}
 		})
 	}
@@ -313,6 +365,7 @@ func TestCommandRefusesBadFlags(t *testing.T) {
 		{name: "type", args: []string{"deployment/web"}, set: func(o *Options) { o.Type = "Error" }},
 		{name: "since", args: []string{"deployment/web"}, set: func(o *Options) { o.Since = "yesterday" }},
 		{name: "object", args: []string{"web"}, set: func(*Options) {}},
+		{name: "api-version", args: []string{"deployment/web"}, set: func(o *Options) { o.APIVersion = "v2" }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o := NewOptions(genericiooptions.IOStreams{Out: io.Discard, ErrOut: io.Discard})
