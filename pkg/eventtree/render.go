@@ -291,7 +291,7 @@ func glyphColor(g rune) string {
 	return ""
 }
 
-// tickColumns are the axis cells labelled in the header: both ends and
+// tickColumns are the axis cells labeled in the header: both ends and
 // three between.
 func tickColumns(cells int) []int {
 	return []int{0, cells / 4, cells / 2, cells * 3 / 4, cells - 1}
@@ -299,7 +299,7 @@ func tickColumns(cells int) []int {
 
 // tickLabels writes each tick's time back from end ("-3d12h", "now")
 // over its cell: the first left-aligned, the last right-aligned, the others
-// centred; a label that would touch its left neighbour is left out.
+// centered; a label that would touch its left neighbor is left out.
 func tickLabels(ticks []int, cells int, start, end time.Time) string {
 	line := []rune(strings.Repeat(" ", cells))
 	next := 0
