@@ -13,8 +13,12 @@ run: ## Run the server on the embedded default (embedded etcd, generated certs, 
 	$(GO) run ./cmd/events-apiserver --data-dir $(DATA_DIR) --secure-port $(PORT)
 
 .PHONY: build
-build: ## Build bin/events-apiserver, stamped with its version (--version, /version).
+build: plugin ## Build bin/events-apiserver, stamped with its version (--version, /version), and the kubectl plugin.
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$$(hack/ldflags.sh)" -o bin/events-apiserver ./cmd/events-apiserver
+
+.PHONY: plugin
+plugin: ## Build bin/kubectl-eventtree, the kubectl plugin that draws an object's event tree (docs/eventtree.md).
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$$(hack/ldflags.sh)" -o bin/kubectl-eventtree ./cmd/kubectl-eventtree
 
 IMAGE_ARCHIVE ?= _output/events-apiserver-image.tar
 .PHONY: image
@@ -22,7 +26,7 @@ image: ## Build the container image without a container engine into IMAGE_ARCHIV
 	hack/build-image.sh $(IMAGE_ARCHIVE)
 
 .PHONY: release
-release: ## Build a release into _output/release (VERSION=vX.Y.Z required; IMAGE_REPOSITORY): the image, one install manifest and the chart pinned to its digest, release notes from CHANGELOG.md.
+release: ## Build a release into _output/release (VERSION=vX.Y.Z required; IMAGE_REPOSITORY): the image, one install manifest and the chart pinned to its digest, the kubectl plugin's archives and krew manifest, release notes from CHANGELOG.md.
 	VERSION=$(VERSION) hack/release.sh
 
 .PHONY: lint

@@ -10,6 +10,9 @@
 #   events-apiserver-<version>.tgz        the Helm chart, its image pinned by the same digest
 #   release-notes.md                      the version's section of CHANGELOG.md (or its Unreleased
 #                                         section) and how to install
+#   kubectl-eventtree_<version>_<os>_<arch>.tar.gz, eventtree.yaml
+#                                         the kubectl plugin for each platform and its krew
+#                                         manifest (hack/release-plugin.sh)
 #   SHA256SUMS                            the checksums of the above
 #
 # The same commit and VERSION give the same image, digest and manifest
@@ -84,6 +87,9 @@ done
 go -C hack/tools tool helm package "${work}/chart" --version "${VERSION#v}" --app-version "${VERSION}" --destination "${work}" >&2
 mv "${work}/events-apiserver-${VERSION#v}.tgz" "${out}/events-apiserver-${VERSION}.tgz"
 
+# The kubectl plugin's archives and krew manifest.
+VERSION="${VERSION}" hack/release-plugin.sh "${out}"
+
 # The notes: the version's CHANGELOG section, or the Unreleased one.
 section="$(awk -v v="${VERSION}" '
   /^## / { if (found) exit; if ($2 == v || $2 == "[" v "]") { found = 1; next } }
@@ -116,10 +122,14 @@ or with Helm: \`helm install events-apiserver events-apiserver-${VERSION}.tgz\`.
 cert-manager, \`hack/gen-serving-cert.sh DIR events-apiserver.yaml && kubectl apply -k DIR\`.
 [docs/install.md](https://github.com/kube-events/events-apiserver/blob/${VERSION}/docs/install.md)
 has the rest; \`SHA256SUMS\` holds the files' checksums.
+
+The kubectl plugin \`kubectl eventtree\` (an object's ownership tree with its events on a time
+axis): \`kubectl-eventtree_${VERSION}_<os>_<arch>.tar.gz\`, and \`eventtree.yaml\` its krew
+manifest (\`kubectl krew install --manifest=eventtree.yaml\`).
 EOF
 
 chmod 0644 "${out}"/*
 (cd "${out}" && sha256sum events-apiserver-image-"${VERSION}".tar events-apiserver.yaml \
-  events-apiserver-"${VERSION}".tgz release-notes.md > SHA256SUMS)
+  events-apiserver-"${VERSION}".tgz release-notes.md kubectl-eventtree_"${VERSION}"_*.tar.gz eventtree.yaml > SHA256SUMS)
 echo "release: ${VERSION} in ${out}:" >&2
 ls -l "${out}" >&2
