@@ -130,6 +130,9 @@ type link struct {
 	// controller is the object's controller owner; nil for none or on
 	// failure.
 	controller *metav1.OwnerReference
+	// namespace is the object's, "" for a cluster-scoped one: its
+	// controller is in it or cluster-scoped.
+	namespace string
 	// failure is the Reason the object could not be read, "" when it was.
 	failure string
 	expires time.Time
@@ -221,8 +224,8 @@ func (r *Resolver) Resolve(ctx context.Context, ref Reference) []Ancestor {
 			return chain
 		}
 		// An owner is in its child's namespace or cluster-scoped; which
-		// one the mapping tells.
-		current = object{groupKind: ownerGV.WithKind(owner.Kind).GroupKind(), version: ownerGV.Version, namespace: current.namespace, name: owner.Name, uid: owner.UID}
+		// one its mapping tells.
+		current = object{groupKind: ownerGV.WithKind(owner.Kind).GroupKind(), version: ownerGV.Version, namespace: l.namespace, name: owner.Name, uid: owner.UID}
 	}
 }
 
@@ -296,7 +299,7 @@ func (r *Resolver) read(ctx context.Context, o object) (link, error) {
 	if err != nil {
 		return fail(reasonOf(ctx, err), err)
 	}
-	read := link{controller: metav1.GetControllerOfNoCopy(m), expires: now.Add(r.options.CacheTTL)}
+	read := link{controller: metav1.GetControllerOfNoCopy(m), namespace: m.Namespace, expires: now.Add(r.options.CacheTTL)}
 	r.links.Add(m.UID, read)
 	if o.uid != "" && m.UID != o.uid {
 		return fail(ReasonReplaced, fmt.Errorf("%s %s/%s has UID %s, not %s", o.groupKind, namespace, o.name, m.UID, o.uid))
