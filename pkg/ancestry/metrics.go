@@ -61,7 +61,7 @@ var (
 	})
 	resolveDuration = metrics.NewHistogram(&metrics.HistogramOpts{
 		Namespace: metricsNamespace, Subsystem: metricsSubsystem, Name: "resolve_duration_seconds",
-		Help:           "Time taken to resolve an event's chain of controller owners, which the event's first write waits for.",
+		Help:           "Time taken to resolve an event's chain of controller owners; the write that stores the chain waits for it.",
 		Buckets:        []float64{0.0005, 0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5},
 		StabilityLevel: metrics.ALPHA,
 	})

@@ -76,7 +76,8 @@ type Options struct {
 	Burst int
 }
 
-func (o Options) withDefaults() Options {
+// Defaulted returns o with every zero field set to its default.
+func (o Options) Defaulted() Options {
 	if o.Timeout <= 0 {
 		o.Timeout = time.Second
 	}
@@ -152,7 +153,7 @@ type object struct {
 // NewResolver returns a resolver that reads through kube-apiserver with
 // config (the server's client of kube-apiserver).
 func NewResolver(config *rest.Config, options Options) (*Resolver, error) {
-	options = options.withDefaults()
+	options = options.Defaulted()
 	config = rest.CopyConfig(config)
 	config.QPS, config.Burst = options.QPS, options.Burst
 	metadataClient, err := metadata.NewForConfig(config)
