@@ -54,7 +54,12 @@ func writeSelectors(b *bytes.Buffer) error {
 	fmt.Fprintf(b, "**Indexed**: a list whose selector requires an exact value (`=`, `==`) of this field reads\n")
 	fmt.Fprintf(b, "one bucket of the watch cache's index instead of every cached event.\n")
 	fmt.Fprintf(b, "**Watch trigger**: a watch event is handed only to the watchers whose selector requires its\n")
-	fmt.Fprintf(b, "value of this field (and to those that do not select on it).\n")
+	fmt.Fprintf(b, "value of this field (and to those that do not select on it).\n\n")
+	fmt.Fprintf(b, "**Ancestor terms**: `regarding.ancestor=<Kind>/<name>` and `regarding.ancestor.uid=<uid>`\n")
+	fmt.Fprintf(b, "(`involvedObject.ancestor…` in core/v1) select the events of that object and of every object it\n")
+	fmt.Fprintf(b, "controls: an event matches when its regarding object is the one named or has it among its\n")
+	fmt.Fprintf(b, "controller owners, the chain kept with the event when it was first stored (see\n")
+	fmt.Fprintf(b, "[Ownership trees](../ownership.md)). `!=` selects the events that do not match.\n")
 
 	for _, gv := range servedVersions() {
 		labels, err := fieldLabels(gv)
@@ -104,7 +109,11 @@ func fieldLabels(gv schema.GroupVersion) (map[string]string, error) {
 	}
 	gvk := gv.WithKind("Event")
 	for label, canonical := range labels {
-		converted, _, err := apiserver.Scheme.ConvertFieldLabel(gvk, label, "x")
+		value := "x"
+		if strings.HasSuffix(label, ".ancestor") {
+			value = "Deployment/x" // the form the term's value takes
+		}
+		converted, _, err := apiserver.Scheme.ConvertFieldLabel(gvk, label, value)
 		if err != nil {
 			return nil, fmt.Errorf("%s does not accept the field label %q: %w", gvString(gv), label, err)
 		}

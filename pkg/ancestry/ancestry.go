@@ -117,6 +117,25 @@ func Matches(selfKind, selfName, selfUID, chain, value string) bool {
 	return Contains(chain, value)
 }
 
+// Terms returns every value an ancestor term selects the event with: the
+// regarding object's "Kind/name" and UID (when set) and those of its
+// ancestors in chain; a chain that is no annotation value adds nothing.
+func Terms(selfKind, selfName, selfUID, chain string) []string {
+	var values []string
+	if chain != "" {
+		if err := json.Unmarshal([]byte(chain), &values); err != nil {
+			values = nil
+		}
+	}
+	if selfUID != "" {
+		values = append(values, selfUID)
+	}
+	if selfKind != "" && selfName != "" {
+		values = append(values, Ref(selfKind, selfName))
+	}
+	return values
+}
+
 // IsRef tells a "Kind/name" value from a UID.
 func IsRef(value string) bool { return strings.Contains(value, "/") }
 
@@ -126,10 +145,8 @@ func ValidateRef(value string) error {
 	if !ok || kind == "" || name == "" || strings.Contains(name, "/") {
 		return fmt.Errorf("%q: must be Kind/name, such as Deployment/web", value)
 	}
-	for _, r := range kind {
-		if !('a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9') {
-			return fmt.Errorf("%q: the kind must be letters and digits, such as Deployment", value)
-		}
+	if strings.ContainsFunc(kind, func(r rune) bool { return !isASCIIAlphanumeric(r) }) {
+		return fmt.Errorf("%q: the kind must be letters and digits, such as Deployment", value)
 	}
 	return validateChars(value)
 }
@@ -147,4 +164,8 @@ func validateChars(value string) error {
 		return fmt.Errorf("%q: no object's kind, name or UID holds a quote, backslash, comma, bracket or control character", value)
 	}
 	return nil
+}
+
+func isASCIIAlphanumeric(r rune) bool {
+	return 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9'
 }

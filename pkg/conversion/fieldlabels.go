@@ -24,6 +24,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/kube-events/events-apiserver/pkg/ancestry"
 )
 
 // Canonical field labels: the names, core/v1's, under which the registry
@@ -44,6 +46,15 @@ const (
 	// ObjectReferenceFields.
 	PrefixInvolvedObject = "involvedObject."
 	PrefixRelated        = "related."
+
+	// FieldAncestor selects the events of an object and of everything it
+	// controls, by the object's "Kind/name" or UID (pkg/ancestry). Its
+	// value in an event's selectable fields is the chain of the regarding
+	// object's controller owners (ancestry.Annotation); a term matches
+	// when it names the regarding object or one in that chain. Users
+	// write regarding.ancestor=Deployment/web or
+	// regarding.ancestor.uid=<uid> (involvedObject.… in core/v1).
+	FieldAncestor = PrefixInvolvedObject + "ancestor"
 )
 
 // The history terms: a list whose field selector has history.since reads
@@ -91,7 +102,34 @@ func fieldLabels(names FieldNames) map[string]string {
 		m[names.Regarding+"."+f] = PrefixInvolvedObject + f
 		m[PrefixRelated+f] = PrefixRelated + f
 	}
+	m[names.Regarding+ancestorSuffix] = FieldAncestor
+	m[names.Regarding+ancestorUIDSuffix] = FieldAncestor
 	return m
+}
+
+// The labels of the ancestor terms: regarding (or involvedObject) and
+// these. Both are FieldAncestor, told apart by their values.
+const (
+	ancestorSuffix    = ".ancestor"
+	ancestorUIDSuffix = ".ancestor.uid"
+)
+
+// validateValue checks the value of a term whose label needs a form of
+// value: the ancestor terms'. Errors name the label.
+func validateValue(label, value string) error {
+	var err error
+	switch {
+	case strings.HasSuffix(label, ancestorUIDSuffix):
+		err = ancestry.ValidateUID(value)
+	case strings.HasSuffix(label, ancestorSuffix):
+		err = ancestry.ValidateRef(value)
+	default:
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("field selector %s: %w", label, err)
+	}
+	return nil
 }
 
 // AddFieldLabelConversionFunc registers, for gvk, a field label conversion
@@ -109,6 +147,9 @@ func AddFieldLabelConversionFunc(scheme *runtime.Scheme, gvk schema.GroupVersion
 			canonical, ok := mapping[label]
 			if !ok {
 				return "", "", fmt.Errorf("field label not supported: %s (supported field labels for %s %s: %s)", label, gvk.GroupVersion().String(), gvk.Kind, list)
+			}
+			if err := validateValue(label, value); err != nil {
+				return "", "", err
 			}
 			return canonical, value, nil
 		})

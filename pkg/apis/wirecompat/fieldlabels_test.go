@@ -42,6 +42,8 @@ func coreV1FieldLabels() map[string]string {
 		m["involvedObject."+f] = "involvedObject." + f
 		m["related."+f] = "related." + f
 	}
+	m["involvedObject.ancestor"] = "involvedObject.ancestor"
+	m["involvedObject.ancestor.uid"] = "involvedObject.ancestor"
 	return m
 }
 
@@ -58,7 +60,21 @@ func eventsFieldLabels() map[string]string {
 		m["regarding."+f] = "involvedObject." + f
 		m["related."+f] = "related." + f
 	}
+	m["regarding.ancestor"] = "involvedObject.ancestor"
+	m["regarding.ancestor.uid"] = "involvedObject.ancestor"
 	return m
+}
+
+// valueFor is a value label accepts: the ancestor terms take an object's
+// Kind/name or UID, the others any string.
+func valueFor(label string) string {
+	switch {
+	case strings.HasSuffix(label, ".ancestor"):
+		return "Deployment/web-0.v2"
+	case strings.HasSuffix(label, ".ancestor.uid"):
+		return "8a1b7e2d-2222-4b0a-8c3e-6f5d4a3b2c01"
+	}
+	return "Pod=web-0,with:odd/chars"
 }
 
 // What kube-apiserver v1.37.2 accepts (k8s.io/kubernetes pkg/apis/core/v1
@@ -121,6 +137,7 @@ func TestFieldLabelConversion(t *testing.T) {
 				}
 			}
 			for label, canonical := range tt.supported {
+				value := valueFor(label)
 				gotLabel, gotValue, err := ourScheme.ConvertFieldLabel(gvk, label, value)
 				if err != nil {
 					t.Errorf("ConvertFieldLabel(%q): %v", label, err)
@@ -167,4 +184,34 @@ func listedLabels(msg string) []string {
 	labels := strings.Split(list, ", ")
 	sort.Strings(labels)
 	return labels
+}
+
+// TestAncestorTermValues checks that the ancestor terms refuse a value of
+// the wrong form, naming the label, in every version.
+func TestAncestorTermValues(t *testing.T) {
+	for _, tc := range []struct {
+		gv     schema.GroupVersion
+		label  string
+		value  string
+		errors bool
+	}{
+		{corev1.SchemeGroupVersion, "involvedObject.ancestor", "Deployment/web", false},
+		{corev1.SchemeGroupVersion, "involvedObject.ancestor", "web", true},
+		{corev1.SchemeGroupVersion, "involvedObject.ancestor.uid", "Deployment/web", true},
+		{eventsv1.SchemeGroupVersion, "regarding.ancestor", "Deployment/web", false},
+		{eventsv1.SchemeGroupVersion, "regarding.ancestor", "Deployment/", true},
+		{eventsv1.SchemeGroupVersion, "regarding.ancestor.uid", "8a1b7e2d", false},
+		{eventsv1beta1.SchemeGroupVersion, "regarding.ancestor", `Deployment/a"b`, true},
+		{eventsv1beta1.SchemeGroupVersion, "regarding.ancestor.uid", "", true},
+	} {
+		t.Run(versionName(tc.gv)+" "+tc.label+"="+tc.value, func(t *testing.T) {
+			_, _, err := ourScheme.ConvertFieldLabel(tc.gv.WithKind("Event"), tc.label, tc.value)
+			if (err != nil) != tc.errors {
+				t.Fatalf("ConvertFieldLabel(%s=%s) = %v, want an error: %v", tc.label, tc.value, err, tc.errors)
+			}
+			if err != nil && !strings.Contains(err.Error(), tc.label+":") {
+				t.Errorf("error %q does not name the label %s", err, tc.label)
+			}
+		})
+	}
 }

@@ -21,6 +21,7 @@ package archivetest
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -63,6 +64,7 @@ func Run(t *testing.T, open func(t *testing.T) Engine, opts Options) {
 		{"NewestFirst", testNewestFirst},
 		{"OneRecordPerUID", testOneRecordPerUID},
 		{"Fields", testFields},
+		{"Ancestors", testAncestors},
 		{"Namespace", testNamespace},
 		{"Window", testWindow},
 		{"Pages", testPages},
@@ -255,6 +257,60 @@ func testFields(t *testing.T, e Engine) {
 		{[]string{"related.name="}, []string{"f@8", "e@6", "d@5", "c@3", "b@2", "a@1"}},
 		{[]string{"related.name!="}, nil},
 		{[]string{"reason=backoff"}, nil},
+	} {
+		t.Run(strings.Join(tc.terms, ","), func(t *testing.T) {
+			for _, limit := range []int{1, 10} {
+				got, _ := all(t, e.Archive, query(limit, tc.terms...))
+				if diff := cmp.Diff(tc.want, uids(got)); diff != "" {
+					t.Errorf("limit %d (-want +got):\n%s", limit, diff)
+				}
+			}
+		})
+	}
+}
+
+// testAncestors checks the ancestor terms: the regarding object itself by
+// Kind/name or UID, or an object in the chain of its ancestors, with the
+// newest state deciding as for every term.
+func testAncestors(t *testing.T, e Engine) {
+	const ancestor = "involvedObject.ancestor"
+	pod := func(name string) []string {
+		return []string{"involvedObject.kind", "Pod", "involvedObject.name", name, "involvedObject.uid", "uid-" + name}
+	}
+	chain := func(pairs ...string) string {
+		b, _ := json.Marshal(pairs)
+		return string(b)
+	}
+	web := chain("ReplicaSet/web-1", "uid-rs-web-1", "Deployment/web", "uid-web")
+	appendSync(t, e.Archive,
+		ev("a", "ns", 1, 1*time.Minute, append(pod("web-1-a"), ancestor, web, "reason", "BackOff")...),
+		ev("b", "ns", 2, 2*time.Minute, append(pod("web-2-b"), ancestor, chain("ReplicaSet/web-2", "uid-rs-web-2", "Deployment/web", "uid-web"))...),
+		ev("c", "ns", 3, 3*time.Minute, "involvedObject.kind", "ReplicaSet", "involvedObject.name", "web-1", "involvedObject.uid", "uid-rs-web-1",
+			ancestor, chain("Deployment/web", "uid-web")),
+		ev("d", "ns", 4, 4*time.Minute, "involvedObject.kind", "Deployment", "involvedObject.name", "web", "involvedObject.uid", "uid-web"),
+		// Another Deployment whose name web's is a prefix of, and a pod
+		// without a chain (resolved by no one).
+		ev("e", "ns", 5, 5*time.Minute, append(pod("webber-1-e"), ancestor, chain("ReplicaSet/webber-1", "uid-rs-webber-1", "Deployment/webber", "uid-webber"))...),
+		ev("f", "ns", 6, 6*time.Minute, pod("web-1-f")...),
+		// g was about a pod of web; its newest state is not.
+		ev("g", "ns", 7, 7*time.Minute, append(pod("web-1-g"), ancestor, web)...),
+		ev("g", "ns", 8, 8*time.Minute, pod("other")...),
+	)
+	for _, tc := range []struct {
+		terms []string
+		want  []string
+	}{
+		{[]string{ancestor + "=Deployment/web"}, []string{"d@4", "c@3", "b@2", "a@1"}},
+		{[]string{ancestor + "=uid-web"}, []string{"d@4", "c@3", "b@2", "a@1"}},
+		{[]string{ancestor + "=ReplicaSet/web-1"}, []string{"c@3", "a@1"}},
+		{[]string{ancestor + "=uid-rs-web-1"}, []string{"c@3", "a@1"}},
+		{[]string{ancestor + "=Pod/web-1-f"}, []string{"f@6"}},
+		{[]string{ancestor + "=uid-web-1-f"}, []string{"f@6"}},
+		{[]string{ancestor + "=Deployment/webber"}, []string{"e@5"}},
+		{[]string{ancestor + "=Deployment/we"}, nil},
+		{[]string{ancestor + "=Deployment/web", "reason=BackOff"}, []string{"a@1"}},
+		{[]string{ancestor + "=Deployment/web", ancestor + "!=ReplicaSet/web-1"}, []string{"d@4", "b@2"}},
+		{[]string{ancestor + "!=Deployment/web"}, []string{"g@8", "f@6", "e@5"}},
 	} {
 		t.Run(strings.Join(tc.terms, ","), func(t *testing.T) {
 			for _, limit := range []int{1, 10} {

@@ -27,6 +27,7 @@ import (
 	"k8s.io/apimachinery/pkg/selection"
 
 	"github.com/kube-events/events-apiserver/pkg/archive"
+	eventconversion "github.com/kube-events/events-apiserver/pkg/conversion"
 )
 
 // runner runs LogsQL queries: in process (Embedded) or over HTTP.
@@ -98,12 +99,30 @@ func filter(q *archive.Query) (string, error) {
 		default:
 			return "", fmt.Errorf("%w: field %q: operator %q", archive.ErrInvalidQuery, r.Field, r.Operator)
 		}
+		if r.Field == eventconversion.FieldAncestor {
+			b.WriteString(ancestorFilter(r.Value))
+			continue
+		}
 		fmt.Fprintf(&b, "%s:=%s", strconv.Quote(column(r.Field)), strconv.Quote(r.Value))
 	}
 	if b.Len() == 0 {
 		b.WriteByte('*')
 	}
 	return b.String(), nil
+}
+
+// ancestorFilter is the LogsQL filter of an ancestor term: the regarding
+// object is the one value names (its Kind/name or UID), or value is in the
+// chain of its ancestors, a JSON array of strings (pkg/ancestry).
+func ancestorFilter(value string) string {
+	regarding := func(f string) string {
+		return strconv.Quote(column(eventconversion.PrefixInvolvedObject + f))
+	}
+	self := fmt.Sprintf("%s:=%s", regarding("uid"), strconv.Quote(value))
+	if kind, name, ok := strings.Cut(value, "/"); ok {
+		self = fmt.Sprintf("%s:=%s %s:=%s", regarding("kind"), strconv.Quote(kind), regarding("name"), strconv.Quote(name))
+	}
+	return fmt.Sprintf("(%s OR %s:json_array_contains_any(%s))", self, strconv.Quote(column(eventconversion.FieldAncestor)), strconv.Quote(value))
 }
 
 // candidate is a row read by a page query: its order key and state.

@@ -134,6 +134,12 @@ var selectors = [][]string{
 	{"metadata.namespace!=elsewhere"},
 	{"involvedObject.name=web-0", "reason=BackOff", "reportingComponent=kubelet"},
 	{"involvedObject.name=nothing"},
+	// Without a cluster no event has ancestors: the object itself.
+	{"involvedObject.ancestor=Pod/web-0"},
+	{"involvedObject.ancestor.uid=uid-web-1"},
+	{"involvedObject.ancestor!=Node/node-1"},
+	{"involvedObject.ancestor=Pod/web-0", "reason=BackOff"},
+	{"involvedObject.ancestor=Deployment/web"},
 }
 
 // selectorFor writes terms in v's labels; false if v lacks one.
@@ -215,6 +221,17 @@ func testHistory(t *testing.T, engine string) {
 	}
 	if got := len(live[key{"events.k8s.io/v1", runtime.ContentTypeJSON, ""}]); got != len(fixtures) {
 		t.Fatalf("live store holds %d events, want %d", got, len(fixtures))
+	}
+	for selector, want := range map[string][]string{
+		"regarding.ancestor=Pod/web-0":      {"e0", "e1", "l0"},
+		"regarding.ancestor.uid=uid-web-1":  {"e2", "e3"},
+		"regarding.ancestor=Deployment/web": {},
+		"regarding.ancestor!=Node/node-1":   {"e0", "e1", "e2", "e3", "e5", "l0", "l1"},
+	} {
+		got := names(sortedBy(live[key{"events.k8s.io/v1", runtime.ContentTypeJSON, selector}], objectName), objectName)
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("live %q, no ancestors without a cluster: the object itself (-want +got):\n%s", selector, diff)
+		}
 	}
 
 	waitExpired(ctx, t, c, namespace, 4*ttl)

@@ -42,9 +42,11 @@ type indexSelector []indexTerm
 
 // eventsLabels are the events.k8s.io spellings of canonical labels.
 var eventsLabels = map[string]string{
-	"involvedObject.name": "regarding.name",
-	"involvedObject.uid":  "regarding.uid",
-	"reportingComponent":  "reportingController",
+	"involvedObject.name":         "regarding.name",
+	"involvedObject.uid":          "regarding.uid",
+	"involvedObject.ancestor":     "regarding.ancestor",
+	"involvedObject.ancestor.uid": "regarding.ancestor.uid",
+	"reportingComponent":          "reportingController",
 }
 
 // String is the selector in the given version's labels.
@@ -81,7 +83,17 @@ func (s indexSelector) matches(e *corev1.Event) bool {
 		"reason":              e.Reason,
 	}
 	for _, t := range s {
-		if (value[t.label] == t.value) != (t.op == "=") {
+		var is bool
+		switch t.label {
+		case "involvedObject.ancestor":
+			// Without a cluster an event has no ancestors: the object itself.
+			is = e.InvolvedObject.Kind+"/"+e.InvolvedObject.Name == t.value
+		case "involvedObject.ancestor.uid":
+			is = string(e.InvolvedObject.UID) == t.value
+		default:
+			is = value[t.label] == t.value
+		}
+		if is != (t.op == "=") {
 			return false
 		}
 	}
@@ -98,8 +110,14 @@ func (s indexSelector) satisfy(e *corev1.Event) {
 		switch t.label {
 		case "involvedObject.name":
 			e.InvolvedObject.Name = v
-		case "involvedObject.uid":
+		case "involvedObject.uid", "involvedObject.ancestor.uid":
 			e.InvolvedObject.UID = types.UID(v)
+		case "involvedObject.ancestor":
+			kind, name, _ := strings.Cut(v, "/")
+			if t.op == "!=" {
+				kind, name = "Pod", "zz-"+name
+			}
+			e.InvolvedObject.Kind, e.InvolvedObject.Name = kind, name
 		case "related.name":
 			if v == "" {
 				e.Related = nil
@@ -131,6 +149,10 @@ var indexSelectors = []indexSelector{
 	{{"reportingComponent", "=", "ctrl-x"}},
 	{{"involvedObject.uid", "=", "uid-a"}},
 	{{"reason", "=", "Started"}},
+	{{"involvedObject.ancestor", "=", "Pod/a"}},
+	{{"involvedObject.ancestor", "=", "Pod/a"}, {"reason", "=", "Started"}},
+	{{"involvedObject.ancestor.uid", "=", "uid-b"}},
+	{{"involvedObject.ancestor", "!=", "Pod/a"}, {"related.name", "=", "b"}},
 }
 
 // indexEvent is one of the events the test writes, about object regarding.

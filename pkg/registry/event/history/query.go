@@ -46,6 +46,7 @@ var selectiveFields = map[string]bool{
 	eventconversion.PrefixRelated + "name":        true,
 	eventconversion.PrefixRelated + "uid":         true,
 	eventconversion.FieldName:                     true,
+	eventconversion.FieldAncestor:                 true,
 }
 
 // query is a history list: the window and the other terms of its field
@@ -146,7 +147,7 @@ func (q query) checkWindow(namespace string) error {
 	}
 	return field.Invalid(field.NewPath("fieldSelector").Child(eventconversion.FieldHistorySince), q.rawSince,
 		fmt.Sprintf("a window longer than %v across all namespaces needs a term that selects one object's events: "+
-			"regarding.name (involvedObject.name), regarding.uid, related.name, related.uid or metadata.name; "+
+			"regarding.name (involvedObject.name), regarding.uid, regarding.ancestor, regarding.ancestor.uid, related.name, related.uid or metadata.name; "+
 			"or list one namespace's history (-n), which may span the whole retention", MaxUnselectiveWindow))
 }
 

@@ -23,8 +23,10 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apiserver/pkg/storage"
 
+	"github.com/kube-events/events-apiserver/pkg/ancestry"
 	"github.com/kube-events/events-apiserver/pkg/apis/core"
 	eventconversion "github.com/kube-events/events-apiserver/pkg/conversion"
 )
@@ -39,7 +41,11 @@ import (
 //   - metadata.name and metadata.namespace, which the cacher reads from the
 //     set itself to find the watchers scoped to one namespace or name;
 //   - the values that are mostly unique per event or per object, as the
-//     event's own strings (a free slot costs nothing, a copy would);
+//     event's own strings (a free slot costs nothing, a copy would): the
+//     regarding and related names and UIDs, the regarding resourceVersion
+//     and the chain of the regarding object's ancestors (events about an
+//     object with both a related object and ancestors take a ninth entry,
+//     and a map of two groups);
 //   - under packedKey, every other selectable value (kinds, API versions,
 //     field paths, reason, reporter, type, series state) in the order of
 //     selectableLabels, length-prefixed in one string that the collector need
@@ -74,7 +80,7 @@ var selectableLabels = func() []string {
 	}
 	return append(labels, eventconversion.FieldReason, eventconversion.FieldAction, eventconversion.FieldSource,
 		eventconversion.FieldReportingComponent, eventconversion.FieldReportingInstance, eventconversion.FieldType,
-		eventconversion.FieldSeriesState, FieldStatelessSeries)
+		eventconversion.FieldSeriesState, FieldStatelessSeries, eventconversion.FieldAncestor)
 }()
 
 // directLabels are the labels a packed set holds as entries of their own.
@@ -83,6 +89,7 @@ var directLabels = []string{
 	eventconversion.PrefixInvolvedObject + "name", eventconversion.PrefixInvolvedObject + "uid",
 	eventconversion.PrefixInvolvedObject + "resourceVersion",
 	eventconversion.PrefixRelated + "name", eventconversion.PrefixRelated + "uid",
+	eventconversion.FieldAncestor,
 }
 
 // packedKey is the key of a packed set's packed values. No field selector
@@ -147,7 +154,7 @@ func appendSelectableValues(values []string, event *core.Event) []string {
 	}
 	return append(values, event.Reason, event.Action, source,
 		eventconversion.ReportingController(event.ReportingController, event.Source.Component),
-		event.ReportingInstance, event.Type, seriesState, stateless)
+		event.ReportingInstance, event.Type, seriesState, stateless, event.Annotations[ancestry.Annotation])
 }
 
 // appendReference appends the values of ObjectReferenceFields.
@@ -248,14 +255,53 @@ func unpacked(f fields.Fields) fields.Fields {
 	return f
 }
 
-// packedSelector is a field selector that reads packed sets.
+// packedSelector is a field selector that reads packed sets, and matches
+// the ancestor terms (FieldAncestor) as they mean: the event's regarding
+// object is the object the term names, or one of its ancestors. The
+// embedded selector is the whole of it, which the watch cache asks for
+// the exact values of indexed fields (the ancestor index included).
 type packedSelector struct {
 	fields.Selector
+	// others are the terms other than the ancestor terms, and ancestors
+	// the ancestor terms.
+	others    fields.Selector
+	ancestors []fields.Requirement
+}
+
+func newPackedSelector(selector fields.Selector) packedSelector {
+	s := packedSelector{Selector: selector, others: selector}
+	var others []fields.Selector
+	for _, r := range selector.Requirements() {
+		if r.Field == eventconversion.FieldAncestor {
+			s.ancestors = append(s.ancestors, r)
+			continue
+		}
+		if r.Operator == selection.NotEquals {
+			others = append(others, fields.OneTermNotEqualSelector(r.Field, r.Value))
+		} else {
+			others = append(others, fields.OneTermEqualSelector(r.Field, r.Value))
+		}
+	}
+	if len(s.ancestors) > 0 {
+		s.others = fields.AndSelectors(others...)
+	}
+	return s
 }
 
 // Matches reports whether the selector matches f, packed or not.
 func (s packedSelector) Matches(f fields.Fields) bool {
-	return s.Selector.Matches(unpacked(f))
+	f = unpacked(f)
+	if !s.others.Matches(f) {
+		return false
+	}
+	for _, r := range s.ancestors {
+		in := ancestry.Matches(f.Get(eventconversion.PrefixInvolvedObject+"kind"), f.Get(eventconversion.PrefixInvolvedObject+"name"),
+			f.Get(eventconversion.PrefixInvolvedObject+"uid"), f.Get(eventconversion.FieldAncestor), r.Value)
+		if in == (r.Operator == selection.NotEquals) {
+			return false
+		}
+	}
+	return true
 }
 
 // Transform keeps the transformed selector reading packed sets.
@@ -264,12 +310,12 @@ func (s packedSelector) Transform(fn fields.TransformFunc) (fields.Selector, err
 	if err != nil {
 		return nil, err
 	}
-	return packedSelector{transformed}, nil
+	return newPackedSelector(transformed), nil
 }
 
 // DeepCopySelector keeps the copy reading packed sets.
 func (s packedSelector) DeepCopySelector() fields.Selector {
-	return packedSelector{s.Selector.DeepCopySelector()}
+	return newPackedSelector(s.Selector.DeepCopySelector())
 }
 
 // GetAttrs returns the labels and selectable fields of an event, for list
@@ -304,5 +350,5 @@ func Matcher(label labels.Selector, field fields.Selector) storage.SelectionPred
 	if field == nil {
 		field = fields.Everything()
 	}
-	return storage.SelectionPredicate{Label: label, Field: packedSelector{field}, GetAttrs: GetAttrs, IndexFields: indexedFields}
+	return storage.SelectionPredicate{Label: label, Field: newPackedSelector(field), GetAttrs: GetAttrs, IndexFields: indexedFields}
 }

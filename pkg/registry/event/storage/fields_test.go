@@ -27,7 +27,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apiserver/pkg/storage"
 
+	"github.com/kube-events/events-apiserver/pkg/ancestry"
 	"github.com/kube-events/events-apiserver/pkg/apis/core"
+	eventconversion "github.com/kube-events/events-apiserver/pkg/conversion"
 )
 
 // The packed set GetAttrs gives the watch cache selects exactly as the
@@ -63,6 +65,9 @@ func TestPackedFieldsSelectAsThePlainSet(t *testing.T) {
 			for _, label := range selectableLabels {
 				if got, want := unpacked(packed).Get(label), plain.Get(label); got != want {
 					t.Errorf("Get(%q) = %q, want %q", label, got, want)
+				}
+				if label == eventconversion.FieldAncestor {
+					continue // no equality: see TestAncestorTerms
 				}
 				for _, value := range []string{plain.Get(label), "", "other", long} {
 					for _, selector := range []fields.Selector{
@@ -113,10 +118,15 @@ func TestPackedSelectorSurvivesTransformAndCopy(t *testing.T) {
 
 // The packed set holds the name, namespace and other mostly unique values
 // as entries of their own, sharing the event's strings, and the rest
-// packed: never more entries than one map group holds.
+// packed: no more entries than one map group holds, but for events with
+// both a related object and ancestors (the chain of a Pod's owners; the
+// kubelet's events about a Pod have no related object).
 func TestGetAttrsPacksTheRepeatingValues(t *testing.T) {
-	if n := len(directLabels) + 1; n > maxPackedSetEntries {
-		t.Fatalf("a packed set has up to %d entries, more than the %d of one map group", n, maxPackedSetEntries)
+	if n := len(directLabels) + 1 - 1; n > maxPackedSetEntries {
+		t.Fatalf("a packed set without ancestors has up to %d entries, more than the %d of one map group", n, maxPackedSetEntries)
+	}
+	if n := len(directLabels) + 1 - 2; n > maxPackedSetEntries {
+		t.Fatalf("a packed set without a related object has up to %d entries, more than the %d of one map group", n, maxPackedSetEntries)
 	}
 	event := fullEvent()
 	_, packed, err := GetAttrs(event)
@@ -127,7 +137,8 @@ func TestGetAttrsPacksTheRepeatingValues(t *testing.T) {
 		"metadata.name": event.Name, "metadata.namespace": event.Namespace,
 		"involvedObject.name": "pod-a", "involvedObject.uid": "uid-a", "involvedObject.resourceVersion": "7",
 		"related.name": "node-1", "related.uid": "uid-n",
-		packedKey: packed[packedKey],
+		"involvedObject.ancestor": event.Annotations[ancestry.Annotation],
+		packedKey:                 packed[packedKey],
 	}
 	if diff := cmp.Diff(want, packed); diff != "" {
 		t.Errorf("packed set (-want +got):\n%s", diff)
@@ -217,6 +228,66 @@ func TestStatelessSeriesField(t *testing.T) {
 			}
 			if diff := cmp.Diff(wantIndexed, indexed); diff != "" {
 				t.Errorf("indexed under (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// An ancestor term selects the events whose regarding object is the object
+// it names, by Kind/name or UID, or has it in its chain of ancestors; on
+// packed and plain sets and objects alike, ANDed with the other terms.
+func TestAncestorTerms(t *testing.T) {
+	withChain := fullEvent()
+	withChain.Annotations = map[string]string{ancestry.Annotation: ancestry.Encode([]ancestry.Ancestor{
+		{Kind: "ReplicaSet", Name: "web-7d4f9", UID: "uid-rs"},
+		{Kind: "Deployment", Name: "web", UID: "uid-deploy"},
+	})}
+	withoutChain := fullEvent()
+	for _, tc := range []struct {
+		name     string
+		selector string
+		// with and without: whether it selects the event with a chain and
+		// the one without.
+		with, without bool
+	}{
+		{"the object itself", "involvedObject.ancestor=Pod/pod-a", true, true},
+		{"the object itself by UID", "involvedObject.ancestor=uid-a", true, true},
+		{"its ReplicaSet", "involvedObject.ancestor=ReplicaSet/web-7d4f9", true, false},
+		{"its Deployment", "involvedObject.ancestor=Deployment/web", true, false},
+		{"its Deployment by UID", "involvedObject.ancestor=uid-deploy", true, false},
+		{"==", "involvedObject.ancestor==Deployment/web", true, false},
+		{"another Deployment", "involvedObject.ancestor=Deployment/api", false, false},
+		{"a name's prefix", "involvedObject.ancestor=Deployment/we", false, false},
+		{"not of the Deployment", "involvedObject.ancestor!=Deployment/web", false, true},
+		{"not of another", "involvedObject.ancestor!=Deployment/api", true, true},
+		{"and a reason it has", "involvedObject.ancestor=Deployment/web,reason=Started", true, false},
+		{"and a reason it lacks", "involvedObject.ancestor=Deployment/web,reason=BackOff", false, false},
+		{"two ancestors", "involvedObject.ancestor=Deployment/web,involvedObject.ancestor=uid-rs", true, false},
+		{"an ancestor and not another", "involvedObject.ancestor=Deployment/web,involvedObject.ancestor!=Deployment/api", true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			selector, err := fields.ParseSelector(tc.selector)
+			if err != nil {
+				t.Fatal(err)
+			}
+			predicate := Matcher(labels.Everything(), selector)
+			for _, c := range []struct {
+				event *core.Event
+				want  bool
+			}{{withChain, tc.with}, {withoutChain, tc.without}} {
+				_, packed, err := GetAttrs(c.event)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := predicate.MatchesObjectAttributes(nil, packed); got != c.want {
+					t.Errorf("on the packed set of %v: %v, want %v", c.event.Annotations, got, c.want)
+				}
+				if got := predicate.MatchesObjectAttributes(nil, SelectableFields(c.event)); got != c.want {
+					t.Errorf("on the plain set of %v: %v, want %v", c.event.Annotations, got, c.want)
+				}
+				if got, err := predicate.Matches(c.event); err != nil || got != c.want {
+					t.Errorf("on %v: %v (%v), want %v", c.event.Annotations, got, err, c.want)
+				}
 			}
 		})
 	}

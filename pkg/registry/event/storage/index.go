@@ -24,6 +24,7 @@ import (
 	"k8s.io/apiserver/pkg/storage"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/kube-events/events-apiserver/pkg/ancestry"
 	"github.com/kube-events/events-apiserver/pkg/apis/core"
 	eventconversion "github.com/kube-events/events-apiserver/pkg/conversion"
 )
@@ -42,13 +43,17 @@ const (
 	// IndexRelatedName finds the events about a secondary object (the node a
 	// pod was scheduled to, the volume it mounts).
 	IndexRelatedName = eventconversion.PrefixRelated + "name"
+	// IndexAncestor finds the events of an object's ownership tree, by its
+	// "Kind/name" or UID: each event is indexed under those of its
+	// regarding object and of every ancestor of it.
+	IndexAncestor = eventconversion.FieldAncestor
 )
 
 // indexedFields are the fields with an index, in the order the watch cache
 // tries them when a selector names several. FieldStatelessSeries is the
 // series-state controller's: its index holds only the series stored
 // without a state, so the controller's periodic list reads those alone.
-var indexedFields = []string{IndexRegardingName, IndexRelatedName, FieldStatelessSeries}
+var indexedFields = []string{IndexRegardingName, IndexAncestor, IndexRelatedName, FieldStatelessSeries}
 
 // Indexers are the watch cache's indexes, one per indexed field, named as
 // the cacher expects (storage.FieldIndex).
@@ -56,6 +61,14 @@ func Indexers() *cache.Indexers {
 	return &cache.Indexers{
 		storage.FieldIndex(IndexRegardingName): indexBy(RegardingName),
 		storage.FieldIndex(IndexRelatedName):   indexBy(relatedName),
+		storage.FieldIndex(IndexAncestor): func(obj any) ([]string, error) {
+			event, ok := obj.(*core.Event)
+			if !ok {
+				return nil, fmt.Errorf("not an event: %T", obj)
+			}
+			regarding := &event.InvolvedObject
+			return ancestry.Terms(regarding.Kind, regarding.Name, string(regarding.UID), event.Annotations[ancestry.Annotation]), nil
+		},
 		storage.FieldIndex(FieldStatelessSeries): func(obj any) ([]string, error) {
 			event, ok := obj.(*core.Event)
 			if !ok {

@@ -23,6 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/kube-events/events-apiserver/pkg/ancestry"
 	"github.com/kube-events/events-apiserver/pkg/apis/core"
 	eventconversion "github.com/kube-events/events-apiserver/pkg/conversion"
 )
@@ -33,6 +34,7 @@ func canonicalLabels() []string {
 		eventconversion.FieldName, eventconversion.FieldNamespace, eventconversion.FieldReason,
 		eventconversion.FieldAction, eventconversion.FieldSource, eventconversion.FieldReportingComponent,
 		eventconversion.FieldReportingInstance, eventconversion.FieldType, eventconversion.FieldSeriesState,
+		eventconversion.FieldAncestor,
 	}
 	for _, f := range eventconversion.ObjectReferenceFields {
 		labels = append(labels, eventconversion.PrefixInvolvedObject+f, eventconversion.PrefixRelated+f)
@@ -42,7 +44,8 @@ func canonicalLabels() []string {
 
 func fullEvent() *core.Event {
 	return &core.Event{
-		ObjectMeta: metav1.ObjectMeta{Name: "pod-a.1", Namespace: "default", Labels: map[string]string{"team": "a"}},
+		ObjectMeta: metav1.ObjectMeta{Name: "pod-a.1", Namespace: "default", Labels: map[string]string{"team": "a"},
+			Annotations: map[string]string{ancestry.Annotation: `["ReplicaSet/rs-a","uid-rs"]`}},
 		InvolvedObject: core.ObjectReference{
 			Kind: "Pod", Namespace: "default", Name: "pod-a", UID: "uid-a",
 			APIVersion: "v1", ResourceVersion: "7", FieldPath: "spec.containers{app}",

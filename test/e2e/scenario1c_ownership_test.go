@@ -1,0 +1,255 @@
+/*
+Copyright The events-apiserver Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/kube-events/events-apiserver/pkg/ancestry"
+)
+
+// treeNamespace holds the Deployment whose ownership tree is queried.
+const treeNamespace = "e2e-tree"
+
+// treeEvent is an event of the ancestor query, as kubectl prints it.
+type treeEvent struct {
+	Metadata struct {
+		Name        string            `json:"name"`
+		Annotations map[string]string `json:"annotations"`
+	} `json:"metadata"`
+	Reason    string `json:"reason"`
+	Regarding struct {
+		Kind string `json:"kind"`
+		Name string `json:"name"`
+	} `json:"regarding"`
+}
+
+// treeDeployment is a Deployment whose pods crash-loop (the server's image
+// with an unknown flag), replaced all at once on a rollout (Recreate: the
+// old ReplicaSet is scaled down and its pods deleted first).
+func treeDeployment(revision string) string {
+	return fmt.Sprintf(`apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: tree
+  namespace: %[1]s
+spec:
+  replicas: 2
+  strategy: {type: Recreate}
+  selector:
+    matchLabels: {app: tree}
+  template:
+    metadata:
+      labels: {app: tree}
+      annotations: {e2e/revision: %[3]q}
+    spec:
+      terminationGracePeriodSeconds: 1
+      containers:
+      - name: crash
+        image: %[2]s
+        imagePullPolicy: IfNotPresent
+        args: [--no-such-flag]
+`, treeNamespace, serverImage, revision)
+}
+
+// treeNeighbour is a steady Deployment beside tree whose name tree's is a
+// prefix of: none of its events is tree's.
+func treeNeighbour() string {
+	return fmt.Sprintf(`apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: treehouse
+  namespace: %[1]s
+spec:
+  replicas: 1
+  selector:
+    matchLabels: {app: treehouse}
+  template:
+    metadata:
+      labels: {app: treehouse}
+    spec:
+      terminationGracePeriodSeconds: 1
+      containers:
+      - name: steady
+        image: %[2]s
+        imagePullPolicy: IfNotPresent
+`, treeNamespace, sandboxImage)
+}
+
+// TestOwnershipTree (mirror mode, after TestDefaultOverlay): a Deployment
+// whose pods crash-loop is rolled out again (its first ReplicaSet scaled
+// down, its pods deleted) and loses a pod; regarding.ancestor=Deployment/tree
+// with history.since answers the events of the Deployment, of both
+// ReplicaSets and of every pod it ever had, the deleted ones included, and
+// none of the steady Deployment beside it.
+func TestOwnershipTree(t *testing.T) {
+	ctx := context.Background()
+	c := suite.cluster
+	ensureNamespace(t, ctx, treeNamespace)
+	applyYAML(t, ctx, treeNeighbour())
+	applyYAML(t, ctx, treeDeployment("1"))
+
+	pods := sets.New[string]()
+	// crashing waits until the tree's pods have been started (and so
+	// failed) at least once, and notes their names.
+	crashing := func(n int) []string {
+		t.Helper()
+		var names []string
+		err := wait.PollUntilContextTimeout(ctx, time.Second, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
+			list, err := c.Client.CoreV1().Pods(treeNamespace).List(ctx, metav1.ListOptions{LabelSelector: "app=tree"})
+			if err != nil {
+				return false, nil
+			}
+			names = names[:0]
+			for _, p := range list.Items {
+				if p.DeletionTimestamp != nil {
+					continue
+				}
+				for _, s := range p.Status.ContainerStatuses {
+					if s.RestartCount > 0 || s.LastTerminationState.Terminated != nil || s.State.Terminated != nil {
+						names = append(names, p.Name)
+						break
+					}
+				}
+			}
+			return len(names) == n, nil
+		})
+		if err != nil {
+			t.Fatalf("the tree's pods: want %d that have crashed, got %v", n, names)
+		}
+		pods.Insert(names...)
+		return names
+	}
+	first := crashing(2)
+	mustKubectl(t, ctx, "-n", treeNamespace, "rollout", "status", "deployment/treehouse", "--timeout=3m")
+	applyYAML(t, ctx, treeDeployment("2"))
+	second := crashingAfter(t, ctx, crashing, sets.New(first...))
+	mustKubectl(t, ctx, "-n", treeNamespace, "delete", "pod", second[0], "--wait=true", "--timeout=2m")
+	crashingAfter(t, ctx, crashing, sets.New(append(first, second[0])...))
+	deleted := append(append([]string{}, first...), second[0])
+	logf(t, "tree: pods %v, deleted %v", sets.List(pods), deleted)
+
+	replicaSets, err := c.Client.AppsV1().ReplicaSets(treeNamespace).List(ctx, metav1.ListOptions{LabelSelector: "app=tree"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rsNames := sets.New[string]()
+	for _, rs := range replicaSets.Items {
+		rsNames.Insert(rs.Name)
+	}
+	if rsNames.Len() != 2 {
+		t.Fatalf("ReplicaSets of tree: %v, want 2 (one per revision)", sets.List(rsNames))
+	}
+
+	// Each pod's events arrive through the mirror; wait for all of them.
+	var events []treeEvent
+	byKind := map[string]sets.Set[string]{}
+	err = wait.PollUntilContextTimeout(ctx, 2*time.Second, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
+		out, err := kubectl(ctx, "", "get", "events.events.k8s.io", "-n", treeNamespace,
+			"--field-selector", "regarding.ancestor=Deployment/tree,history.since=1h", "-o", "json")
+		if err != nil {
+			return false, nil
+		}
+		var list struct {
+			Items []treeEvent `json:"items"`
+		}
+		if err := json.Unmarshal([]byte(out), &list); err != nil {
+			return false, err
+		}
+		events = list.Items
+		byKind = map[string]sets.Set[string]{}
+		for _, e := range events {
+			if byKind[e.Regarding.Kind] == nil {
+				byKind[e.Regarding.Kind] = sets.New[string]()
+			}
+			byKind[e.Regarding.Kind].Insert(e.Regarding.Name)
+		}
+		return byKind["Pod"].IsSuperset(pods) && byKind["ReplicaSet"].Equal(rsNames) && byKind["Deployment"].Has("tree"), nil
+	})
+	counts := map[string]int{}
+	for _, e := range events {
+		counts[e.Regarding.Kind]++
+	}
+	logf(t, "regarding.ancestor=Deployment/tree,history.since=1h: %d events; by kind %v; objects %v", len(events), counts, byKind)
+	if err != nil {
+		t.Fatalf("the tree's events: want every pod %v, the ReplicaSets %v and the Deployment, got %v", sets.List(pods), sets.List(rsNames), byKind)
+	}
+
+	for _, e := range events {
+		switch e.Regarding.Kind {
+		case "Deployment":
+			if e.Regarding.Name != "tree" {
+				t.Errorf("event %s regards Deployment %s, not tree", e.Metadata.Name, e.Regarding.Name)
+			}
+		case "ReplicaSet":
+			if !rsNames.Has(e.Regarding.Name) {
+				t.Errorf("event %s regards ReplicaSet %s, not one of tree's", e.Metadata.Name, e.Regarding.Name)
+			}
+		case "Pod":
+			if !pods.Has(e.Regarding.Name) {
+				t.Errorf("event %s regards Pod %s, not one of tree's", e.Metadata.Name, e.Regarding.Name)
+			}
+			chain, err := ancestry.Decode(e.Metadata.Annotations[ancestry.Annotation])
+			if err != nil || len(chain) != 2 || chain[0].Kind != "ReplicaSet" || !rsNames.Has(chain[0].Name) ||
+				chain[1].Kind != "Deployment" || chain[1].Name != "tree" {
+				t.Errorf("event %s (%s of Pod %s): chain %+v (%v), want its ReplicaSet, then Deployment tree",
+					e.Metadata.Name, e.Reason, e.Regarding.Name, chain, err)
+			}
+		default:
+			t.Errorf("event %s regards a %s, not a part of the tree", e.Metadata.Name, e.Regarding.Kind)
+		}
+	}
+	var missing []string
+	for _, name := range deleted {
+		if !byKind["Pod"].Has(name) {
+			missing = append(missing, name)
+		}
+	}
+	sort.Strings(missing)
+	if len(missing) > 0 {
+		t.Errorf("deleted pods without events in the answer: %s", strings.Join(missing, ", "))
+	}
+}
+
+// crashingAfter waits for two crashed pods of the tree other than before.
+func crashingAfter(t *testing.T, ctx context.Context, crashing func(int) []string, before sets.Set[string]) []string {
+	t.Helper()
+	var fresh []string
+	err := wait.PollUntilContextTimeout(ctx, time.Second, 3*time.Minute, true, func(context.Context) (bool, error) {
+		fresh = fresh[:0]
+		for _, name := range crashing(2) {
+			if !before.Has(name) {
+				fresh = append(fresh, name)
+			}
+		}
+		return len(fresh) > 0, nil
+	})
+	if err != nil {
+		t.Fatalf("no new crashed pod of the tree beside %v", sets.List(before))
+	}
+	return fresh
+}
