@@ -14,15 +14,15 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-// Package ancestry tests pkg/ancestry's Resolver against envtest's
+// Package resolver tests pkg/ancestry's Resolver against envtest's
 // kube-apiserver: ownership chains built by hand (no controllers run
 // there), read as an admin, as the server's shipped ClusterRole and as a
 // user who may read pods only.
 //
 // Run with the envtest assets of hack/envtest-assets.sh:
 //
-//	KUBEBUILDER_ASSETS="$(hack/envtest-assets.sh)" go test ./test/integration/ancestry/
-package ancestry
+//	KUBEBUILDER_ASSETS="$(hack/envtest-assets.sh)" go test ./test/integration/resolver/
+package resolver
 
 import (
 	"flag"
