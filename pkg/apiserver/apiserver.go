@@ -104,6 +104,11 @@ type ExtraConfig struct {
 	// ancestry.Annotation (see pkg/ancestry). Nil without a kube-apiserver
 	// to read it from (standalone): events carry no chain.
 	Chains *ancestry.Resolver
+	// SharedWithKubeAPIServer says kube-apiserver writes the cluster's
+	// events straight into the store's etcd (offload mode), past the
+	// strategy: with Chains, an elected controller gives those events
+	// their chains (pkg/registry/event/chains).
+	SharedWithKubeAPIServer bool
 }
 
 // Config is the generic server configuration plus ExtraConfig. Its

@@ -17,7 +17,10 @@ limitations under the License.
 package apiserver
 
 import (
+	clientv3 "go.etcd.io/etcd/client/v3"
+
 	eventregistry "github.com/kube-events/events-apiserver/pkg/registry/event"
+	"github.com/kube-events/events-apiserver/pkg/registry/event/chains"
 	eventstorage "github.com/kube-events/events-apiserver/pkg/registry/event/storage"
 )
 
@@ -28,4 +31,25 @@ import (
 func withChains(store *eventstorage.REST, chains eventregistry.ChainResolver) {
 	strategy := eventregistry.NewStrategy(Scheme).WithChainResolver(chains)
 	store.CreateStrategy, store.UpdateStrategy = strategy, strategy
+}
+
+// newChainAnnotator returns the controller that gives their chains to the
+// events kube-apiserver writes straight into etcd (offload mode), reading
+// etcd as the store does, through a client of its own, and writing through
+// the store.
+func (c CompletedConfig) newChainAnnotator(store *eventstorage.REST, resolver eventregistry.ChainResolver) (*chains.Annotator, error) {
+	options, err := c.eventsStorageOptions()
+	if err != nil {
+		return nil, err
+	}
+	storage := options.StorageConfig.Config
+	return chains.NewAnnotator(chains.Config{
+		Events:         store,
+		Chains:         resolver,
+		NewClient:      func() (*clientv3.Client, error) { return NewEtcdClient(storage) },
+		StoragePrefix:  storage.Prefix,
+		ResourcePrefix: options.ResourcePrefix,
+		Codec:          storage.Codec,
+		Transformer:    storage.Transformer,
+	})
 }

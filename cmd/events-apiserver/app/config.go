@@ -145,6 +145,7 @@ func (o CompletedOptions) Config() (*apiserver.Config, error) {
 			Archive:                    archiveConfig,
 			ControllerProgressDeadline: o.ControllerProgressDeadline,
 			Chains:                     chains,
+			SharedWithKubeAPIServer:    o.Mirror.SharedWithKubeAPIServer,
 		},
 	}, nil
 }

@@ -39,7 +39,7 @@ func (s Strategy) setChain(ctx context.Context, event *core.Event) {
 	if s.chains == nil {
 		return
 	}
-	chain := s.chains.Resolve(ctx, regardingReference(event))
+	chain := s.chains.Resolve(ctx, RegardingReference(event))
 	if len(chain) == 0 {
 		return
 	}
@@ -67,10 +67,10 @@ func (s Strategy) keepChain(ctx context.Context, event, old *core.Event) {
 	event.Annotations[ancestry.Annotation] = chain
 }
 
-// regardingReference is what the resolver needs of the object event is
+// RegardingReference is what the resolver needs of the object event is
 // about. A namespaced object's events are in its namespace, which a
 // reference that leaves it out means.
-func regardingReference(event *core.Event) ancestry.Reference {
+func RegardingReference(event *core.Event) ancestry.Reference {
 	regarding := event.InvolvedObject
 	namespace := regarding.Namespace
 	if namespace == "" {
