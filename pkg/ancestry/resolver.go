@@ -63,7 +63,9 @@ type Options struct {
 	// 10 minutes by default.
 	CacheTTL time.Duration
 	// NegativeTTL is how long a failed read (forbidden, not found, an
-	// unknown kind) is not tried again. 10 seconds by default.
+	// unknown kind) is not tried again, and how long the read of an object
+	// an event names without its UID (by name alone, so the object may be
+	// replaced) is trusted. 10 seconds by default.
 	NegativeTTL time.Duration
 	// DiscoveryResetInterval is the least time between two refreshes of
 	// discovery when a kind is unknown (a CRD installed since), so that
@@ -115,8 +117,9 @@ type Resolver struct {
 	options  Options
 	clock    clock.PassiveClock
 
-	// links holds, by object UID, what a read found: its controller or
-	// why it could not be read (until the link expires).
+	// links holds, by object UID (or by name, for a reference without
+	// one: see cacheKey), what a read found: its controller or why it
+	// could not be read (until the link expires).
 	links *lru.Cache
 	// reads joins concurrent reads of one object (the events of a
 	// ReplicaSet's new pods, which all ask for it).
@@ -241,10 +244,8 @@ func (r *Resolver) unresolved(logger klog.Logger, ref Reference, chain []Ancesto
 // else from a read that concurrent callers share. The error, for the log,
 // is the read's when it failed (nil from the cache).
 func (r *Resolver) controllerOf(ctx context.Context, o object) (link, error) {
-	if o.uid != "" {
-		if l, ok := r.cached(o.uid); ok {
-			return l, nil
-		}
+	if l, ok := r.cached(o.cacheKey()); ok {
+		return l, nil
 	}
 	key := o.groupKind.String() + "/" + o.namespace + "/" + o.name + "/" + string(o.uid)
 	// The read runs under the first caller's budget; the others wait for
@@ -261,29 +262,44 @@ func (r *Resolver) controllerOf(ctx context.Context, o object) (link, error) {
 	}
 }
 
-// cached returns the unexpired link of uid.
-func (r *Resolver) cached(uid types.UID) (link, bool) {
-	v, ok := r.links.Get(uid)
+// nameKey is the cache key of an object named without its UID.
+type nameKey struct {
+	groupKind       schema.GroupKind
+	namespace, name string
+}
+
+// cacheKey is o's key in the cache: the UID it names, else its name.
+func (o object) cacheKey() any {
+	if o.uid != "" {
+		return o.uid
+	}
+	return nameKey{groupKind: o.groupKind, namespace: o.namespace, name: o.name}
+}
+
+// cached returns the unexpired link of key.
+func (r *Resolver) cached(key any) (link, bool) {
+	v, ok := r.links.Get(key)
 	if !ok {
 		return link{}, false
 	}
 	l := v.(link)
 	if !r.clock.Now().Before(l.expires) {
-		r.links.Remove(uid)
+		r.links.Remove(key)
 		return link{}, false
 	}
 	return l, true
 }
 
 // read reads o's metadata and caches what it found: the controller of the
-// object read, by its UID, and a failure by the UID o names. A timeout is
-// not cached: it says more of the budget left than of the object.
+// object read, by its UID (and briefly by name, when o names no UID), and
+// a failure by o's key. A timeout is not cached: it says more of the
+// budget left than of the object.
 func (r *Resolver) read(ctx context.Context, o object) (link, error) {
 	now := r.clock.Now()
 	fail := func(reason string, err error) (link, error) {
 		l := link{failure: reason, expires: now.Add(r.options.NegativeTTL)}
-		if o.uid != "" && reason != ReasonTimeout {
-			r.links.Add(o.uid, l)
+		if reason != ReasonTimeout {
+			r.links.Add(o.cacheKey(), l)
 		}
 		return l, err
 	}
@@ -302,6 +318,11 @@ func (r *Resolver) read(ctx context.Context, o object) (link, error) {
 	}
 	read := link{controller: metav1.GetControllerOfNoCopy(m), namespace: m.Namespace, expires: now.Add(r.options.CacheTTL)}
 	r.links.Add(m.UID, read)
+	if o.uid == "" {
+		byName := read
+		byName.expires = now.Add(r.options.NegativeTTL)
+		r.links.Add(o.cacheKey(), byName)
+	}
 	if o.uid != "" && m.UID != o.uid {
 		return fail(ReasonReplaced, fmt.Errorf("%s %s/%s has UID %s, not %s", o.groupKind, namespace, o.name, m.UID, o.uid))
 	}

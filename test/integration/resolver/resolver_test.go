@@ -386,6 +386,31 @@ func TestDeletedAndReplacedPod(t *testing.T) {
 	expectCounts(t, before, nil, 2)
 }
 
+// TestReferencesWithoutUID: an event may name its object without a UID;
+// the object of that name is taken, and what its read found is kept
+// briefly by name, so that a burst of events about a missing object reads
+// it once.
+func TestReferencesWithoutUID(t *testing.T) {
+	w := newWorkloads(t)
+	d := w.deployment("web")
+	rs := w.replicaSet("web-1", controlledBy(d, deploymentKind))
+	p := w.pod("web-1-a", controlledBy(rs, replicaSetKind))
+	r := newResolver(t, adminConfig, ancestry.Options{})
+	byName := podRef(p)
+	byName.UID = ""
+	missing := ancestry.Reference{APIVersion: "v1", Kind: "Pod", Namespace: w.namespace, Name: "missing"}
+
+	before := snapshot(t)
+	expectChain(t, r, byName, []ancestry.Ancestor{ancestor("ReplicaSet", rs), ancestor("Deployment", d)})
+	expectChain(t, r, byName, []ancestry.Ancestor{ancestor("ReplicaSet", rs), ancestor("Deployment", d)})
+	expectCounts(t, before, nil, 3)
+
+	before = snapshot(t)
+	expectChain(t, r, missing, nil)
+	expectChain(t, r, missing, nil)
+	expectCounts(t, before, map[string]float64{ancestry.ReasonNotFound: 2}, 1)
+}
+
 // TestOwnerCycle: two ReplicaSets that control each other end the chain
 // when it comes back, with both in it.
 func TestOwnerCycle(t *testing.T) {
