@@ -44,7 +44,8 @@ const (
 	ReasonCycle = "cycle"
 	// ReasonDepth: the chain reached MaxDepth.
 	ReasonDepth = "depth"
-	// ReasonError: any other failure of a read.
+	// ReasonError: any other failure of a read, or an owner reference
+	// whose kind, name or UID a chain cannot hold.
 	ReasonError = "error"
 )
 

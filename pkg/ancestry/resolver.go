@@ -220,6 +220,13 @@ func (r *Resolver) Resolve(ctx context.Context, ref Reference) []Ancestor {
 			r.unresolved(logger, ref, chain, ReasonDepth, nil)
 			return chain
 		}
+		// The chain's encoding and the terms that match it assume what
+		// ValidateRef and ValidateUID accept; an owner reference is
+		// checked for less.
+		if err := errors.Join(ValidateRef(Ref(owner.Kind, owner.Name)), ValidateUID(string(owner.UID))); err != nil {
+			r.unresolved(logger, ref, chain, ReasonError, err)
+			return chain
+		}
 		seen[owner.UID] = true
 		chain = append(chain, Ancestor{Kind: owner.Kind, Name: owner.Name, UID: owner.UID})
 		ownerGV, err := schema.ParseGroupVersion(owner.APIVersion)
