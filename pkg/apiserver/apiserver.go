@@ -30,6 +30,7 @@ import (
 	"k8s.io/apiserver/pkg/registry/rest"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 
+	"github.com/kube-events/events-apiserver/pkg/ancestry"
 	"github.com/kube-events/events-apiserver/pkg/apis/core"
 	corev1 "github.com/kube-events/events-apiserver/pkg/apis/core/v1"
 	"github.com/kube-events/events-apiserver/pkg/apis/eventpolicy"
@@ -98,6 +99,16 @@ type ExtraConfig struct {
 	// under the election). Nil turns it off, for an etcd that someone
 	// else maintains.
 	EtcdMaintenance *etcdmaint.Config
+	// Chains, when set, resolves the chain of controller owners of each
+	// new event's regarding object, which the event keeps in the
+	// ancestry.Annotation (see pkg/ancestry). Nil without a kube-apiserver
+	// to read it from (standalone): events carry no chain.
+	Chains *ancestry.Resolver
+	// SharedWithKubeAPIServer says kube-apiserver writes the cluster's
+	// events straight into the store's etcd (offload mode), past the
+	// strategy: with Chains, an elected controller gives those events
+	// their chains (pkg/registry/event/chains).
+	SharedWithKubeAPIServer bool
 }
 
 // Config is the generic server configuration plus ExtraConfig. Its
@@ -170,6 +181,9 @@ func (c CompletedConfig) New(ctx context.Context) (_ *EventsServer, err error) {
 	store, err := eventstorage.NewREST(Scheme, storageUnavailable{storageOptions}, c.ExtraConfig.EventTTL, c.ExtraConfig.Fold)
 	if err != nil {
 		return nil, fmt.Errorf("creating the events store: %w", err)
+	}
+	if c.ExtraConfig.Chains != nil {
+		withChains(store, c.ExtraConfig.Chains)
 	}
 
 	// The history: lists with history.since read the archive as well as

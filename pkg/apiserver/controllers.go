@@ -34,6 +34,7 @@ import (
 	"github.com/kube-events/events-apiserver/pkg/etcdmaint"
 	"github.com/kube-events/events-apiserver/pkg/leaderelection"
 	"github.com/kube-events/events-apiserver/pkg/mirror"
+	"github.com/kube-events/events-apiserver/pkg/registry/event/chains"
 	"github.com/kube-events/events-apiserver/pkg/registry/event/series"
 	eventstorage "github.com/kube-events/events-apiserver/pkg/registry/event/storage"
 )
@@ -67,6 +68,7 @@ var (
 	_ controller.Controller = &eventstorage.Folder{}
 	_ controller.Controller = &archiver.Archiver{}
 	_ controller.Controller = &etcdmaint.Compactor{}
+	_ controller.Controller = &chains.Annotator{}
 
 	_ controller.Reporter = &archiver.Archiver{}
 	_ controller.Reporter = &etcdmaint.Compactor{}
@@ -97,6 +99,13 @@ func (c CompletedConfig) newControllers(store *eventstorage.REST, a archive.Arch
 			return nil, fmt.Errorf("events mirror: %w", err)
 		}
 		cfg.Elected = append(cfg.Elected, m)
+	}
+	if extra.Chains != nil && extra.SharedWithKubeAPIServer {
+		annotator, err := c.newChainAnnotator(store, extra.Chains)
+		if err != nil {
+			return nil, fmt.Errorf("ancestry annotator: %w", err)
+		}
+		cfg.Elected = append(cfg.Elected, annotator)
 	}
 	if a != nil {
 		// Elected: one replica follows etcd into the archive and moves the

@@ -128,6 +128,10 @@ func (o CompletedOptions) Config() (*apiserver.Config, error) {
 	if err != nil {
 		return nil, err
 	}
+	chains, err := o.Ancestry.resolver(cfg.ClientConfig)
+	if err != nil {
+		return nil, err
+	}
 
 	return &apiserver.Config{
 		GenericConfig: cfg,
@@ -140,6 +144,8 @@ func (o CompletedOptions) Config() (*apiserver.Config, error) {
 			LeaderElection:             o.LeaderElection.config(),
 			Archive:                    archiveConfig,
 			ControllerProgressDeadline: o.ControllerProgressDeadline,
+			Chains:                     chains,
+			SharedWithKubeAPIServer:    o.Mirror.SharedWithKubeAPIServer,
 		},
 	}, nil
 }

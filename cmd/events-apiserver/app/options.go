@@ -111,6 +111,9 @@ type Options struct {
 	LeaderElection LeaderElectionOptions
 	// Archive configures the history of events.
 	Archive ArchiveOptions
+	// Ancestry configures the resolution of events' chains of controller
+	// owners.
+	Ancestry AncestryOptions
 	// ControllerProgressDeadline is how long a background loop may have
 	// work without progress, while its dependencies answer, before its
 	// /livez check fails.
@@ -159,6 +162,7 @@ func NewOptions() *Options {
 		EtcdMaintenance:            newEtcdMaintenanceOptions(),
 		LeaderElection:             newLeaderElectionOptions(),
 		Archive:                    newArchiveOptions(),
+		Ancestry:                   newAncestryOptions(),
 		ControllerProgressDeadline: controller.DefaultProgressDeadline,
 		ready:                      make(chan struct{}),
 	}
@@ -223,6 +227,7 @@ func (o *Options) Flags() cliflag.NamedFlagSets {
 	o.Mirror.addFlags(fss.FlagSet("mirror"))
 	o.LeaderElection.addFlags(fss.FlagSet("leader election"))
 	o.Archive.addFlags(fss.FlagSet("archive"))
+	o.Ancestry.addFlags(fss.FlagSet("ancestry"))
 
 	r := o.Recommended
 	r.Etcd.AddFlags(fss.FlagSet("etcd"))
@@ -336,6 +341,7 @@ func (o CompletedOptions) Validate() error {
 	errs = append(errs, o.EtcdMaintenance.validate()...)
 	errs = append(errs, o.LeaderElection.validate()...)
 	errs = append(errs, o.archive.validate()...)
+	errs = append(errs, o.Ancestry.validate()...)
 
 	if o.ControllerProgressDeadline <= 0 {
 		errs = append(errs, fmt.Errorf("--controller-progress-deadline must be positive, got %v", o.ControllerProgressDeadline))

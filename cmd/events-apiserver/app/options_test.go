@@ -133,6 +133,9 @@ func TestValidate(t *testing.T) {
 		{name: "no data dir for the embedded etcd", args: []string{"--data-dir="}, wantErr: "--data-dir is required"},
 		{name: "no secure port", args: []string{"--secure-port=0"}, wantErr: "--secure-port must be set"},
 		{name: "bad storage media type", args: []string{"--storage-media-type=text/plain"}, wantErr: "storage-media-type"},
+		{name: "chains off", args: []string{"--ancestry-timeout=0"}},
+		{name: "negative chain budget", args: []string{"--ancestry-timeout=-1s"}, wantErr: "--ancestry-timeout must not be negative"},
+		{name: "no chain cache", args: []string{"--ancestry-cache-size=0"}, wantErr: "--ancestry-cache-size must be positive"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -41,6 +41,10 @@ import (
 type Strategy struct {
 	runtime.ObjectTyper
 	names.NameGenerator
+	// chains resolves the chain of controller owners of an event's
+	// regarding object (see chains.go); nil without a cluster to read it
+	// from (standalone), where events carry no chain.
+	chains ChainResolver
 }
 
 var (
@@ -63,12 +67,22 @@ func (Strategy) DefaultGarbageCollectionPolicy(context.Context) rest.GarbageColl
 	return rest.Unsupported
 }
 
+// WithChainResolver returns the strategy that sets the chain of controller
+// owners of new events' regarding objects with chains.
+func (s Strategy) WithChainResolver(chains ChainResolver) Strategy {
+	s.chains = chains
+	return s
+}
+
 // PrepareForCreate leaves a new event as sent (an event has no status and
 // no spec/status split, and the server-owned metadata is set by the generic
-// registry), except for the managed fields of plain writes: see
-// keepAppliedFields.
-func (Strategy) PrepareForCreate(_ context.Context, obj runtime.Object) {
-	keepAppliedFields(obj.(*core.Event))
+// registry), except for the managed fields of plain writes (see
+// keepAppliedFields) and the chain of controller owners, which the server
+// resolves (see setChain).
+func (s Strategy) PrepareForCreate(ctx context.Context, obj runtime.Object) {
+	event := obj.(*core.Event)
+	keepAppliedFields(event)
+	s.setChain(ctx, event)
 }
 
 // PrepareForUpdate keeps the stored series state when an update of a
@@ -79,15 +93,17 @@ func (Strategy) PrepareForCreate(_ context.Context, obj runtime.Object) {
 // state, which is final; otherwise the state is left unset for the series
 // state controller to judge the write, as the EventSeries plugin judges a
 // client's (a final write finishes the series). It drops the managed fields
-// of plain writes (see keepAppliedFields). Everything else is left as sent;
+// of plain writes (see keepAppliedFields) and keeps the stored chain of
+// controller owners (see keepChain). Everything else is left as sent;
 // which fields may change is the business of ValidateUpdate.
-func (Strategy) PrepareForUpdate(ctx context.Context, obj, old runtime.Object) {
+func (s Strategy) PrepareForUpdate(ctx context.Context, obj, old runtime.Object) {
 	newEvent, oldEvent := obj.(*core.Event), old.(*core.Event)
 	if newEvent.Series != nil && newEvent.Series.State == "" && oldEvent.Series != nil &&
 		(!IsInternalWrite(ctx) || oldEvent.Series.State == core.EventSeriesStateFinished) {
 		newEvent.Series.State = oldEvent.Series.State
 	}
 	keepAppliedFields(newEvent)
+	s.keepChain(ctx, newEvent, oldEvent)
 }
 
 // keepAppliedFields drops the managedFields entries of Update operations

@@ -109,6 +109,9 @@ func createTrees(ctx context.Context, t *testing.T, c kubernetes.Interface, name
 	selector := &metav1.LabelSelector{MatchLabels: labels}
 	pod := corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "pause"}}, RestartPolicy: corev1.RestartPolicyNever}}
+	// A Deployment's and a ReplicaSet's pods always restart; a Job's never.
+	restarting := *pod.DeepCopy()
+	restarting.Spec.RestartPolicy = corev1.RestartPolicyAlways
 	for _, o := range trees {
 		meta := metav1.ObjectMeta{Name: o.name, Namespace: namespace, Labels: labels}
 		if o.owner != "" {
@@ -122,14 +125,14 @@ func createTrees(ctx context.Context, t *testing.T, c kubernetes.Interface, name
 		case "Deployment":
 			var d *appsv1.Deployment
 			d, err = c.AppsV1().Deployments(namespace).Create(ctx, &appsv1.Deployment{ObjectMeta: meta,
-				Spec: appsv1.DeploymentSpec{Selector: selector, Template: pod}}, metav1.CreateOptions{})
+				Spec: appsv1.DeploymentSpec{Selector: selector, Template: restarting}}, metav1.CreateOptions{})
 			if err == nil {
 				uid = d.UID
 			}
 		case "ReplicaSet":
 			var rs *appsv1.ReplicaSet
 			rs, err = c.AppsV1().ReplicaSets(namespace).Create(ctx, &appsv1.ReplicaSet{ObjectMeta: meta,
-				Spec: appsv1.ReplicaSetSpec{Selector: selector, Template: pod}}, metav1.CreateOptions{})
+				Spec: appsv1.ReplicaSetSpec{Selector: selector, Template: restarting}}, metav1.CreateOptions{})
 			if err == nil {
 				uid = rs.UID
 			}
@@ -307,7 +310,11 @@ func TestAncestorTerms(t *testing.T) {
 				for _, tc := range cases {
 					var terms []string
 					for _, term := range tc.terms {
-						terms = append(terms, v.prefix+"."+term)
+						// Only the ancestor terms are spelled under regarding (involvedObject).
+						if strings.HasPrefix(term, "ancestor") {
+							term = v.prefix + "." + term
+						}
+						terms = append(terms, term)
 					}
 					if history != "" {
 						terms = append(terms, "history.since="+history)

@@ -1,0 +1,386 @@
+/*
+Copyright The events-apiserver Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package ancestry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/singleflight"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+	"k8s.io/utils/lru"
+)
+
+// Reference is the object an event is about, as its regarding field
+// (involvedObject in core/v1) names it.
+type Reference struct {
+	APIVersion string
+	Kind       string
+	Namespace  string
+	Name       string
+	UID        types.UID
+}
+
+// Options tune a Resolver; a zero field takes its default.
+type Options struct {
+	// Timeout bounds one resolution, every read included: the event's
+	// first write waits for it. 1s by default.
+	Timeout time.Duration
+	// CacheSize is how many objects' controllers are kept (by UID), so
+	// that the pods of one ReplicaSet read it and its Deployment once.
+	// 10,000 by default.
+	CacheSize int
+	// CacheTTL is how long an object's controller is trusted once read:
+	// an object is rarely adopted by another controller, but can be.
+	// 10 minutes by default.
+	CacheTTL time.Duration
+	// NegativeTTL is how long a failed read (forbidden, not found, an
+	// unknown kind) is not tried again, and how long the read of an object
+	// an event names without its UID (by name alone, so the object may be
+	// replaced) is trusted. 10 seconds by default.
+	NegativeTTL time.Duration
+	// DiscoveryResetInterval is the least time between two refreshes of
+	// discovery when a kind is unknown (a CRD installed since), so that
+	// events about a kind that never maps do not refresh it on each write.
+	// 30 seconds by default.
+	DiscoveryResetInterval time.Duration
+	// QPS and Burst limit the reads to kube-apiserver: 50 and 100 by
+	// default.
+	QPS   float32
+	Burst int
+}
+
+// Defaulted returns o with every zero field set to its default.
+func (o Options) Defaulted() Options {
+	if o.Timeout <= 0 {
+		o.Timeout = time.Second
+	}
+	if o.CacheSize <= 0 {
+		o.CacheSize = 10000
+	}
+	if o.CacheTTL <= 0 {
+		o.CacheTTL = 10 * time.Minute
+	}
+	if o.NegativeTTL <= 0 {
+		o.NegativeTTL = 10 * time.Second
+	}
+	if o.DiscoveryResetInterval <= 0 {
+		o.DiscoveryResetInterval = 30 * time.Second
+	}
+	if o.QPS <= 0 {
+		o.QPS = 50
+	}
+	if o.Burst <= 0 {
+		o.Burst = 100
+	}
+	return o
+}
+
+// Resolver finds the chain of controller owners of an event's regarding
+// object in the cluster: it follows the ownerReferences with controller:
+// true to the top, reading objects' metadata only through kube-apiserver,
+// with the resource of each kind from discovery. It never fails: what it
+// cannot read (a forbidden or deleted owner, an unknown kind, a budget
+// spent) ends the chain there and is counted in
+// events_apiserver_ancestry_unresolved_total.
+type Resolver struct {
+	metadata metadata.Interface
+	mapper   *restmapper.DeferredDiscoveryRESTMapper
+	options  Options
+	clock    clock.PassiveClock
+
+	// links holds, by object UID (or by name, for a reference without
+	// one: see cacheKey), what a read found: its controller or why it
+	// could not be read (until the link expires).
+	links *lru.Cache
+	// reads joins concurrent reads of one object (the events of a
+	// ReplicaSet's new pods, which all ask for it).
+	reads singleflight.Group
+
+	resetLock sync.Mutex
+	lastReset time.Time
+}
+
+// link is what a read of an object found.
+type link struct {
+	// controller is the object's controller owner; nil for none or on
+	// failure.
+	controller *metav1.OwnerReference
+	// namespace is the object's, "" for a cluster-scoped one: its
+	// controller is in it or cluster-scoped.
+	namespace string
+	// failure is the Reason the object could not be read, "" when it was.
+	failure string
+	expires time.Time
+}
+
+// object is an object to read: the regarding object, then each owner.
+type object struct {
+	groupKind schema.GroupKind
+	version   string
+	namespace string
+	name      string
+	// uid is the UID the child's reference (or the event) names; the
+	// object read must have it. Empty when the event names none.
+	uid types.UID
+}
+
+// NewResolver returns a resolver that reads through kube-apiserver with
+// config (the server's client of kube-apiserver).
+func NewResolver(config *rest.Config, options Options) (*Resolver, error) {
+	options = options.Defaulted()
+	config = rest.CopyConfig(config)
+	config.QPS, config.Burst = options.QPS, options.Burst
+	metadataClient, err := metadata.NewForConfig(config)
+	if err != nil {
+		return nil, fmt.Errorf("ancestry: metadata client: %w", err)
+	}
+	discoveryClient, err := discovery.NewDiscoveryClientForConfig(config)
+	if err != nil {
+		return nil, fmt.Errorf("ancestry: discovery client: %w", err)
+	}
+	registerMetrics()
+	return &Resolver{
+		metadata: metadataClient,
+		mapper:   restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(discoveryClient)),
+		options:  options,
+		clock:    clock.RealClock{},
+		links:    lru.New(options.CacheSize),
+	}, nil
+}
+
+// Resolve returns the chain of controller owners of the object ref names,
+// nearest first; nil when it has none or none could be read. If the object
+// of that name has another UID than ref's (it was replaced), the chain is
+// empty: the new object's owners are not the event's object's.
+func (r *Resolver) Resolve(ctx context.Context, ref Reference) []Ancestor {
+	if ref.Kind == "" || ref.Name == "" {
+		return nil
+	}
+	start := r.clock.Now()
+	defer func() { resolveDuration.Observe(r.clock.Since(start).Seconds()) }()
+	ctx, cancel := context.WithTimeout(ctx, r.options.Timeout)
+	defer cancel()
+	logger := klog.FromContext(ctx)
+
+	gv, err := schema.ParseGroupVersion(ref.APIVersion)
+	if err != nil {
+		r.unresolved(logger, ref, nil, ReasonNoKind, err)
+		return nil
+	}
+	current := object{groupKind: gv.WithKind(ref.Kind).GroupKind(), version: gv.Version, namespace: ref.Namespace, name: ref.Name, uid: ref.UID}
+	seen := map[types.UID]bool{}
+	if ref.UID != "" {
+		seen[ref.UID] = true
+	}
+	var chain []Ancestor
+	for {
+		l, err := r.controllerOf(ctx, current)
+		if l.failure != "" {
+			r.unresolved(logger, ref, chain, l.failure, err)
+			return chain
+		}
+		owner := l.controller
+		if owner == nil {
+			return chain
+		}
+		if seen[owner.UID] {
+			r.unresolved(logger, ref, chain, ReasonCycle, nil)
+			return chain
+		}
+		if len(chain) == MaxDepth {
+			r.unresolved(logger, ref, chain, ReasonDepth, nil)
+			return chain
+		}
+		// The chain's encoding and the terms that match it assume what
+		// ValidateRef and ValidateUID accept; an owner reference is
+		// checked for less.
+		if err := errors.Join(ValidateRef(Ref(owner.Kind, owner.Name)), ValidateUID(string(owner.UID))); err != nil {
+			r.unresolved(logger, ref, chain, ReasonError, err)
+			return chain
+		}
+		seen[owner.UID] = true
+		chain = append(chain, Ancestor{Kind: owner.Kind, Name: owner.Name, UID: owner.UID})
+		ownerGV, err := schema.ParseGroupVersion(owner.APIVersion)
+		if err != nil {
+			r.unresolved(logger, ref, chain, ReasonNoKind, err)
+			return chain
+		}
+		// An owner is in its child's namespace or cluster-scoped; which
+		// one its mapping tells.
+		current = object{groupKind: ownerGV.WithKind(owner.Kind).GroupKind(), version: ownerGV.Version, namespace: l.namespace, name: owner.Name, uid: owner.UID}
+	}
+}
+
+// unresolved counts and logs a chain that stops short of the top.
+func (r *Resolver) unresolved(logger klog.Logger, ref Reference, chain []Ancestor, reason string, err error) {
+	unresolvedTotal.WithLabelValues(reason).Inc()
+	logger.V(4).Info("Chain of controller owners cut short", "regarding", klog.KRef(ref.Namespace, ref.Name),
+		"kind", ref.Kind, "uid", ref.UID, "resolved", len(chain), "reason", reason, "err", err)
+}
+
+// controllerOf returns what is known of o's controller: from the cache,
+// else from a read that concurrent callers share. The error, for the log,
+// is the read's when it failed (nil from the cache).
+func (r *Resolver) controllerOf(ctx context.Context, o object) (link, error) {
+	if l, ok := r.cached(o.cacheKey()); ok {
+		return l, nil
+	}
+	key := o.groupKind.String() + "/" + o.namespace + "/" + o.name + "/" + string(o.uid)
+	// The read runs under the first caller's budget; the others wait for
+	// it within theirs.
+	result := r.reads.DoChan(key, func() (any, error) {
+		l, err := r.read(ctx, o)
+		return l, err
+	})
+	select {
+	case res := <-result:
+		return res.Val.(link), res.Err
+	case <-ctx.Done():
+		return link{failure: ReasonTimeout}, ctx.Err()
+	}
+}
+
+// nameKey is the cache key of an object named without its UID.
+type nameKey struct {
+	groupKind       schema.GroupKind
+	namespace, name string
+}
+
+// cacheKey is o's key in the cache: the UID it names, else its name.
+func (o object) cacheKey() any {
+	if o.uid != "" {
+		return o.uid
+	}
+	return nameKey{groupKind: o.groupKind, namespace: o.namespace, name: o.name}
+}
+
+// cached returns the unexpired link of key.
+func (r *Resolver) cached(key any) (link, bool) {
+	v, ok := r.links.Get(key)
+	if !ok {
+		return link{}, false
+	}
+	l := v.(link)
+	if !r.clock.Now().Before(l.expires) {
+		r.links.Remove(key)
+		return link{}, false
+	}
+	return l, true
+}
+
+// read reads o's metadata and caches what it found: the controller of the
+// object read, by its UID (and briefly by name, when o names no UID), and
+// a failure by o's key. A timeout is not cached: it says more of the
+// budget left than of the object.
+func (r *Resolver) read(ctx context.Context, o object) (link, error) {
+	now := r.clock.Now()
+	fail := func(reason string, err error) (link, error) {
+		l := link{failure: reason, expires: now.Add(r.options.NegativeTTL)}
+		if reason != ReasonTimeout {
+			r.links.Add(o.cacheKey(), l)
+		}
+		return l, err
+	}
+	mapping, err := r.mapping(ctx, o)
+	if err != nil {
+		return fail(reasonOf(ctx, err), err)
+	}
+	namespace := o.namespace
+	if mapping.Scope.Name() == meta.RESTScopeNameRoot {
+		namespace = ""
+	}
+	objectReadsTotal.Inc()
+	m, err := r.metadata.Resource(mapping.Resource).Namespace(namespace).Get(ctx, o.name, metav1.GetOptions{})
+	if err != nil {
+		return fail(reasonOf(ctx, err), err)
+	}
+	read := link{controller: metav1.GetControllerOfNoCopy(m), namespace: m.Namespace, expires: now.Add(r.options.CacheTTL)}
+	r.links.Add(m.UID, read)
+	if o.uid == "" {
+		byName := read
+		byName.expires = now.Add(r.options.NegativeTTL)
+		r.links.Add(o.cacheKey(), byName)
+	}
+	if o.uid != "" && m.UID != o.uid {
+		return fail(ReasonReplaced, fmt.Errorf("%s %s/%s has UID %s, not %s", o.groupKind, namespace, o.name, m.UID, o.uid))
+	}
+	return read, nil
+}
+
+// mapping maps o's kind to its resource: in o's version, else in the
+// preferred one (an owner reference may name a version no longer served;
+// metadata is the same in every version). An unknown kind refreshes
+// discovery, at most once per DiscoveryResetInterval, and is tried again.
+func (r *Resolver) mapping(ctx context.Context, o object) (*meta.RESTMapping, error) {
+	find := func() (*meta.RESTMapping, error) {
+		m, err := r.mapper.RESTMappingWithContext(ctx, o.groupKind, o.version)
+		if meta.IsNoMatchError(err) && o.version != "" {
+			m, err = r.mapper.RESTMappingWithContext(ctx, o.groupKind)
+		}
+		return m, err
+	}
+	m, err := find()
+	if meta.IsNoMatchError(err) && r.mayResetDiscovery() {
+		r.mapper.ResetWithContext(ctx)
+		m, err = find()
+	}
+	return m, err
+}
+
+// mayResetDiscovery tells whether discovery may be refreshed now, and if
+// so notes that it is.
+func (r *Resolver) mayResetDiscovery() bool {
+	r.resetLock.Lock()
+	defer r.resetLock.Unlock()
+	now := r.clock.Now()
+	if !r.lastReset.IsZero() && now.Sub(r.lastReset) < r.options.DiscoveryResetInterval {
+		return false
+	}
+	r.lastReset = now
+	return true
+}
+
+// reasonOf is the Reason of a failed mapping or read.
+func reasonOf(ctx context.Context, err error) string {
+	switch {
+	case ctx.Err() != nil, errors.Is(err, context.DeadlineExceeded), apierrors.IsTimeout(err), apierrors.IsServerTimeout(err):
+		return ReasonTimeout
+	case apierrors.IsForbidden(err), apierrors.IsUnauthorized(err):
+		return ReasonForbidden
+	case apierrors.IsNotFound(err):
+		return ReasonNotFound
+	case meta.IsNoMatchError(err):
+		return ReasonNoKind
+	default:
+		return ReasonError
+	}
+}

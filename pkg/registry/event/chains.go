@@ -1,0 +1,86 @@
+/*
+Copyright The events-apiserver Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package event
+
+import (
+	"context"
+
+	"github.com/kube-events/events-apiserver/pkg/ancestry"
+	"github.com/kube-events/events-apiserver/pkg/apis/core"
+)
+
+// ChainResolver finds the chain of controller owners of the object an
+// event is about, nearest first; it never fails, and returns what it could
+// resolve. *ancestry.Resolver is one.
+type ChainResolver interface {
+	Resolve(ctx context.Context, regarding ancestry.Reference) []ancestry.Ancestor
+}
+
+// setChain sets a new event's chain of controller owners, the
+// ancestry.Annotation, to what the resolver finds: the server owns the
+// annotation, so what the client sent in it is dropped, and it is absent
+// when the chain is empty or there is no resolver.
+func (s Strategy) setChain(ctx context.Context, event *core.Event) {
+	delete(event.Annotations, ancestry.Annotation)
+	if s.chains == nil {
+		return
+	}
+	chain := s.chains.Resolve(ctx, RegardingReference(event))
+	if len(chain) == 0 {
+		return
+	}
+	if event.Annotations == nil {
+		event.Annotations = map[string]string{}
+	}
+	event.Annotations[ancestry.Annotation] = ancestry.Encode(chain)
+}
+
+// keepChain keeps the chain an updated event was stored with, whatever the
+// update carries: the chain is resolved once, when the event is first
+// stored, and holds even when the owners are gone. An event stored with
+// none (before the server resolved chains, or when the resolution failed)
+// is given one as a new event is: the resolver's cache makes asking again
+// cheap.
+func (s Strategy) keepChain(ctx context.Context, event, old *core.Event) {
+	chain, ok := old.Annotations[ancestry.Annotation]
+	if !ok {
+		s.setChain(ctx, event)
+		return
+	}
+	if event.Annotations == nil {
+		event.Annotations = map[string]string{}
+	}
+	event.Annotations[ancestry.Annotation] = chain
+}
+
+// RegardingReference is what the resolver needs of the object event is
+// about. A namespaced object's events are in its namespace, which a
+// reference that leaves it out means.
+func RegardingReference(event *core.Event) ancestry.Reference {
+	regarding := event.InvolvedObject
+	namespace := regarding.Namespace
+	if namespace == "" {
+		namespace = event.Namespace
+	}
+	return ancestry.Reference{
+		APIVersion: regarding.APIVersion,
+		Kind:       regarding.Kind,
+		Namespace:  namespace,
+		Name:       regarding.Name,
+		UID:        regarding.UID,
+	}
+}

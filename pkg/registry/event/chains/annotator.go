@@ -1,0 +1,281 @@
+/*
+Copyright The events-apiserver Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+// Package chains gives their chain of controller owners to the events
+// that reach the store without going through its strategy: in offload
+// mode, kube-apiserver writes the cluster's events straight into this
+// server's etcd.
+package chains
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path"
+	"sync"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apiserver/pkg/registry/rest"
+	"k8s.io/apiserver/pkg/storage/value"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+
+	"github.com/kube-events/events-apiserver/pkg/ancestry"
+	"github.com/kube-events/events-apiserver/pkg/apis/core"
+	corev1 "github.com/kube-events/events-apiserver/pkg/apis/core/v1"
+	eventregistry "github.com/kube-events/events-apiserver/pkg/registry/event"
+)
+
+const (
+	// workers is how many events the annotator resolves and writes at once.
+	workers = 2
+	// pageSize is how many stored events each read of the first pass holds.
+	pageSize = 500
+	// restartDelay is the wait before following etcd again after the watch
+	// failed (etcd compacted past it, or was unreachable).
+	restartDelay = time.Second
+)
+
+// Store is what the annotator needs of the events store: reads and
+// updates through its strategy, which sets the chain (see
+// event.Strategy.PrepareForUpdate).
+type Store interface {
+	rest.Getter
+	rest.Updater
+}
+
+// Config configures an Annotator.
+type Config struct {
+	// Events is the store the annotator writes through.
+	Events Store
+	// Chains resolves a chain; the annotator asks it before it reads an
+	// event back, so that an event about an object without owners costs
+	// no read and no write (the answer is cached).
+	Chains eventregistry.ChainResolver
+	// NewClient returns an etcd client whose keys are under the storage
+	// prefix (pkg/apiserver.NewEtcdClient).
+	NewClient func() (*clientv3.Client, error)
+	// StoragePrefix is that prefix ("/registry"), and ResourcePrefix the
+	// events' ("events"): an event's key is
+	// <StoragePrefix>/<ResourcePrefix>/<namespace>/<name>.
+	StoragePrefix, ResourcePrefix string
+	// Codec decodes what is stored into the internal Event.
+	Codec runtime.Codec
+	// Transformer undoes the encryption at rest, if any.
+	Transformer value.Transformer
+}
+
+// Annotator follows the stored events in etcd and gives every one stored
+// without a chain the chain of its regarding object, with one update
+// through the store (an in-process write, which the strategy resolves as
+// it does a create's). It reads every stored event once when it starts,
+// then watches etcd: writes through this server's API already carry their
+// chain, those of kube-apiserver in offload mode do not. Run it elected: its
+// updates are fenced, and one replica is enough.
+type Annotator struct {
+	cfg       Config
+	keyPrefix string // the events' prefix in a client under the storage prefix
+}
+
+// item is one event to give a chain: its key, and what it is about.
+type item struct {
+	event     types.NamespacedName
+	regarding ancestry.Reference
+}
+
+// NewAnnotator returns an annotator; Events, Chains, NewClient and Codec
+// are required.
+func NewAnnotator(cfg Config) (*Annotator, error) {
+	if cfg.Events == nil || cfg.Chains == nil || cfg.NewClient == nil || cfg.Codec == nil {
+		return nil, errors.New("chains: Events, Chains, NewClient and Codec are required")
+	}
+	return &Annotator{cfg: cfg, keyPrefix: path.Join("/", cfg.ResourcePrefix) + "/"}, nil
+}
+
+// Name is the controller's name in logs and health checks.
+func (*Annotator) Name() string { return "ancestry-annotator" }
+
+// Run follows etcd and annotates until ctx ends; it returns once its
+// writes ended.
+func (a *Annotator) Run(ctx context.Context) {
+	logger := klog.FromContext(ctx)
+	logger.Info("Giving their chain of controller owners to events stored without one")
+	queue := workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[item](),
+		workqueue.TypedRateLimitingQueueConfig[item]{Name: "events_apiserver_ancestry_annotator"})
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for a.processNext(ctx, queue) {
+			}
+		})
+	}
+	wait.UntilWithContext(ctx, func(ctx context.Context) {
+		if err := a.follow(ctx, queue); err != nil && ctx.Err() == nil {
+			logger.Error(err, "Following the stored events failed; reading them all again", "after", restartDelay)
+		}
+	}, restartDelay)
+	queue.ShutDown()
+	wg.Wait()
+}
+
+// follow queues every stored event without a chain, then those written
+// since, until ctx ends or the watch fails.
+func (a *Annotator) follow(ctx context.Context, queue workqueue.TypedRateLimitingInterface[item]) error {
+	client, err := a.cfg.NewClient()
+	if err != nil {
+		return fmt.Errorf("etcd client: %w", err)
+	}
+	defer func() { _ = client.Close() }()
+
+	revision, err := a.readAll(ctx, client, queue)
+	if err != nil {
+		return err
+	}
+	watchCtx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
+	defer cancel()
+	for response := range client.Watch(watchCtx, a.keyPrefix, clientv3.WithPrefix(), clientv3.WithRev(revision+1)) {
+		if err := response.Err(); err != nil {
+			return fmt.Errorf("watching the stored events: %w", err)
+		}
+		for _, change := range response.Events {
+			if change.Type == mvccpb.PUT {
+				a.consider(ctx, change.Kv, queue)
+			}
+		}
+	}
+	return ctx.Err()
+}
+
+// readAll queues every stored event without a chain, reading them page by
+// page at one revision, which it returns.
+func (a *Annotator) readAll(ctx context.Context, client *clientv3.Client, queue workqueue.TypedRateLimitingInterface[item]) (int64, error) {
+	key, end := a.keyPrefix, clientv3.GetPrefixRangeEnd(a.keyPrefix)
+	var revision int64
+	for {
+		options := []clientv3.OpOption{clientv3.WithRange(end), clientv3.WithLimit(pageSize)}
+		if revision != 0 {
+			options = append(options, clientv3.WithRev(revision))
+		}
+		response, err := client.Get(ctx, key, options...)
+		if err != nil {
+			return 0, fmt.Errorf("reading the stored events: %w", err)
+		}
+		if revision == 0 {
+			revision = response.Header.Revision
+		}
+		for _, kv := range response.Kvs {
+			a.consider(ctx, kv, queue)
+		}
+		if !response.More || len(response.Kvs) == 0 {
+			return revision, nil
+		}
+		key = string(response.Kvs[len(response.Kvs)-1].Key) + "\x00"
+	}
+}
+
+// consider queues the event kv holds if it has no chain.
+func (a *Annotator) consider(ctx context.Context, kv *mvccpb.KeyValue, queue workqueue.TypedRateLimitingInterface[item]) {
+	event, err := a.decode(ctx, kv)
+	if err != nil {
+		klog.FromContext(ctx).V(2).Info("Skipping a stored event that does not decode", "key", string(kv.Key), "err", err)
+		return
+	}
+	if _, ok := event.Annotations[ancestry.Annotation]; ok {
+		return
+	}
+	queue.Add(item{
+		event:     types.NamespacedName{Namespace: event.Namespace, Name: event.Name},
+		regarding: eventregistry.RegardingReference(event),
+	})
+}
+
+// decode decodes a stored event.
+func (a *Annotator) decode(ctx context.Context, kv *mvccpb.KeyValue) (*core.Event, error) {
+	data := kv.Value
+	if a.cfg.Transformer != nil {
+		key := path.Join("/", a.cfg.StoragePrefix, string(kv.Key))
+		plain, _, err := a.cfg.Transformer.TransformFromStorage(ctx, data, value.DefaultContext(key))
+		if err != nil {
+			return nil, fmt.Errorf("decrypting: %w", err)
+		}
+		data = plain
+	}
+	obj, err := runtime.Decode(a.cfg.Codec, data)
+	if err != nil {
+		return nil, err
+	}
+	event, ok := obj.(*core.Event)
+	if !ok {
+		return nil, fmt.Errorf("decoded %T, not an event", obj)
+	}
+	return event, nil
+}
+
+// processNext annotates one queued event; false once the queue shut down.
+func (a *Annotator) processNext(ctx context.Context, queue workqueue.TypedRateLimitingInterface[item]) bool {
+	next, shutdown := queue.Get()
+	if shutdown {
+		return false
+	}
+	defer queue.Done(next)
+	if err := a.annotate(ctx, next); err != nil && ctx.Err() == nil {
+		klog.FromContext(ctx).Error(err, "Giving an event its chain of controller owners failed; retrying", "event", next.event)
+		queue.AddRateLimited(next)
+		return true
+	}
+	queue.Forget(next)
+	return true
+}
+
+// annotate gives the event its chain, if its regarding object has one, by
+// an update of what is stored (on condition that it did not change since
+// it was read); the strategy sets the chain, as the event has none.
+func (a *Annotator) annotate(ctx context.Context, next item) error {
+	if len(a.cfg.Chains.Resolve(ctx, next.regarding)) == 0 {
+		return nil
+	}
+	ctx = eventregistry.InternalWriteContext(ctx, next.event.Namespace, corev1.SchemeGroupVersion)
+	obj, err := a.cfg.Events.Get(ctx, next.event.Name, &metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	event, ok := obj.(*core.Event)
+	if !ok {
+		return fmt.Errorf("getting event %s returned %T", next.event, obj)
+	}
+	if _, ok := event.Annotations[ancestry.Annotation]; ok {
+		return nil
+	}
+	_, _, err = a.cfg.Events.Update(ctx, next.event.Name, rest.DefaultUpdatedObjectInfo(event),
+		rest.ValidateAllObjectFunc, rest.ValidateAllObjectUpdateFunc, false, &metav1.UpdateOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err == nil {
+		klog.FromContext(ctx).V(4).Info("Gave an event its chain of controller owners", "event", next.event)
+	}
+	return err
+}

@@ -1,0 +1,131 @@
+/*
+Copyright The events-apiserver Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package event
+
+import (
+	"context"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/kube-events/events-apiserver/pkg/ancestry"
+	"github.com/kube-events/events-apiserver/pkg/apis/core"
+)
+
+// knownChains resolves from a fixed ownership map, and records what it was
+// asked.
+type knownChains struct {
+	chains map[string][]ancestry.Ancestor // by regarding name
+	asked  []ancestry.Reference
+}
+
+func (k *knownChains) Resolve(_ context.Context, regarding ancestry.Reference) []ancestry.Ancestor {
+	k.asked = append(k.asked, regarding)
+	return k.chains[regarding.Name]
+}
+
+var (
+	webChain = []ancestry.Ancestor{{Kind: "ReplicaSet", Name: "web-7d4f9", UID: "uid-rs"}, {Kind: "Deployment", Name: "web", UID: "uid-d"}}
+	oldChain = []ancestry.Ancestor{{Kind: "Job", Name: "nightly-1", UID: "uid-j"}}
+	// sentChain is what a client claims; the server never keeps it.
+	sentChain = `["Deployment/other","uid-other"]`
+)
+
+func eventAbout(name string, annotations map[string]string) *core.Event {
+	return &core.Event{
+		ObjectMeta:     metav1.ObjectMeta{Name: name + ".1", Namespace: "shop", Annotations: annotations},
+		InvolvedObject: core.ObjectReference{APIVersion: "v1", Kind: "Pod", Name: name, UID: types.UID("uid-" + name)},
+	}
+}
+
+func TestPrepareForCreateSetsTheResolvedChain(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		resolver    bool
+		regarding   string
+		annotations map[string]string
+		want        map[string]string
+	}{
+		{"resolved", true, "web-7d4f9-a", nil, map[string]string{ancestry.Annotation: ancestry.Encode(webChain)}},
+		{"resolved replaces what the client sent", true, "web-7d4f9-a",
+			map[string]string{ancestry.Annotation: sentChain, "team": "a"},
+			map[string]string{ancestry.Annotation: ancestry.Encode(webChain), "team": "a"}},
+		{"no chain drops what the client sent", true, "lonely", map[string]string{ancestry.Annotation: sentChain}, map[string]string{}},
+		{"no chain, no annotations", true, "lonely", nil, nil},
+		{"standalone drops what the client sent", false, "web-7d4f9-a",
+			map[string]string{ancestry.Annotation: sentChain, "team": "a"}, map[string]string{"team": "a"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			strategy := NewStrategy(nil)
+			chains := &knownChains{chains: map[string][]ancestry.Ancestor{"web-7d4f9-a": webChain}}
+			if tc.resolver {
+				strategy = strategy.WithChainResolver(chains)
+			}
+			event := eventAbout(tc.regarding, tc.annotations)
+			strategy.PrepareForCreate(context.Background(), event)
+			if diff := cmp.Diff(tc.want, event.Annotations); diff != "" {
+				t.Errorf("annotations (-want +got):\n%s", diff)
+			}
+			var wantAsked []ancestry.Reference
+			if tc.resolver {
+				// The reference leaves the namespace out: the event's it is.
+				wantAsked = []ancestry.Reference{{APIVersion: "v1", Kind: "Pod", Namespace: "shop", Name: tc.regarding, UID: event.InvolvedObject.UID}}
+			}
+			if diff := cmp.Diff(wantAsked, chains.asked); diff != "" {
+				t.Errorf("resolved (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestPrepareForUpdateKeepsTheStoredChain(t *testing.T) {
+	stored := map[string]string{ancestry.Annotation: ancestry.Encode(oldChain)}
+	for _, tc := range []struct {
+		name             string
+		resolver         bool
+		stored, sent     map[string]string
+		want             map[string]string
+		wantResolveCalls int
+	}{
+		{"kept when the update sends another", true, stored, map[string]string{ancestry.Annotation: sentChain}, stored, 0},
+		{"kept when the update drops it", true, stored, nil, stored, 0},
+		{"kept beside the update's other annotations", true, stored, map[string]string{"team": "a"},
+			map[string]string{ancestry.Annotation: ancestry.Encode(oldChain), "team": "a"}, 0},
+		{"kept when standalone", false, stored, nil, stored, 0},
+		{"resolved when none was stored", true, nil, map[string]string{ancestry.Annotation: sentChain},
+			map[string]string{ancestry.Annotation: ancestry.Encode(webChain)}, 1},
+		{"none stored, none resolved", false, nil, map[string]string{ancestry.Annotation: sentChain}, map[string]string{}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			strategy := NewStrategy(nil)
+			chains := &knownChains{chains: map[string][]ancestry.Ancestor{"web-7d4f9-a": webChain}}
+			if tc.resolver {
+				strategy = strategy.WithChainResolver(chains)
+			}
+			old, event := eventAbout("web-7d4f9-a", tc.stored), eventAbout("web-7d4f9-a", tc.sent)
+			strategy.PrepareForUpdate(context.Background(), event, old)
+			if diff := cmp.Diff(tc.want, event.Annotations); diff != "" {
+				t.Errorf("annotations (-want +got):\n%s", diff)
+			}
+			if len(chains.asked) != tc.wantResolveCalls {
+				t.Errorf("resolved %d times, want %d", len(chains.asked), tc.wantResolveCalls)
+			}
+		})
+	}
+}

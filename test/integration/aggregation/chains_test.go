@@ -1,0 +1,123 @@
+/*
+Copyright The events-apiserver Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package aggregation
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kube-events/events-apiserver/pkg/ancestry"
+)
+
+// TestOurServerKeepsTheChainOfControllerOwners: an event about a pod is
+// stored with the chain of its controller owners, read from kube-apiserver
+// with the server's ServiceAccount and the RBAC of artifacts/, whichever
+// API it is written through; what a client sends in the annotation is
+// never kept.
+func TestOurServerKeepsTheChainOfControllerOwners(t *testing.T) {
+	ns := newNamespace(t)
+	ctx := testContext(t)
+	admin := adminClient(t)
+	labels := map[string]string{"app": "web"}
+	template := corev1.PodTemplateSpec{
+		ObjectMeta: metav1.ObjectMeta{Labels: labels},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}},
+	}
+	// No controllers run in envtest: the objects are made as they would.
+	d, err := admin.AppsV1().Deployments(ns).Create(ctx, &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "web"},
+		Spec:       appsv1.DeploymentSpec{Selector: &metav1.LabelSelector{MatchLabels: labels}, Template: template},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs, err := admin.AppsV1().ReplicaSets(ns).Create(ctx, &appsv1.ReplicaSet{
+		ObjectMeta: metav1.ObjectMeta{Name: "web-7d4f9", OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(d, appsv1.SchemeGroupVersion.WithKind("Deployment"))}},
+		Spec:       appsv1.ReplicaSetSpec{Selector: &metav1.LabelSelector{MatchLabels: labels}, Template: template},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod, err := admin.CoreV1().Pods(ns).Create(ctx, &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "web-7d4f9-a", OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(rs, appsv1.SchemeGroupVersion.WithKind("ReplicaSet"))}},
+		Spec:       template.Spec,
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	podChain := ancestry.Encode([]ancestry.Ancestor{
+		{Kind: "ReplicaSet", Name: rs.Name, UID: rs.UID},
+		{Kind: "Deployment", Name: d.Name, UID: d.UID},
+	})
+	forged := map[string]string{ancestry.Annotation: `["Deployment/other","uid-other"]`, "team": "a"}
+
+	// events.k8s.io through kube-apiserver.
+	sent := v1beta1Event(ns, "through-kube-apiserver")
+	sent.Regarding = corev1.ObjectReference{APIVersion: "v1", Kind: "Pod", Namespace: ns, Name: pod.Name, UID: pod.UID}
+	sent.Annotations = forged
+	events := admin.EventsV1beta1().Events(ns)
+	created, err := events.Create(ctx, sent, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{ancestry.Annotation: podChain, "team": "a"}
+	if diff := cmp.Diff(want, created.Annotations); diff != "" {
+		t.Errorf("created through kube-apiserver: annotations (-want +got):\n%s", diff)
+	}
+	created.Annotations = forged
+	updated, err := events.Update(ctx, created, metav1.UpdateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, updated.Annotations); diff != "" {
+		t.Errorf("updated with another chain: annotations (-want +got):\n%s", diff)
+	}
+
+	// core/v1 straight to our server, about the pod and about the
+	// Deployment, which has no owner.
+	direct := clientFor(t, cluster.ServerConfig).CoreV1().Events(ns)
+	now := metav1.NewTime(time.Now())
+	for _, tc := range []struct {
+		regarding corev1.ObjectReference
+		want      map[string]string
+	}{
+		{corev1.ObjectReference{APIVersion: "v1", Kind: "Pod", Namespace: ns, Name: pod.Name, UID: pod.UID}, map[string]string{ancestry.Annotation: podChain}},
+		{corev1.ObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Namespace: ns, Name: d.Name, UID: d.UID}, nil},
+	} {
+		created, err := direct.Create(ctx, &corev1.Event{
+			ObjectMeta:     metav1.ObjectMeta{GenerateName: "direct-", Namespace: ns, Annotations: map[string]string{ancestry.Annotation: forged[ancestry.Annotation]}},
+			InvolvedObject: tc.regarding,
+			Reason:         "Started", Message: "started", Type: corev1.EventTypeNormal,
+			Source:         corev1.EventSource{Component: "example.com/controller"},
+			FirstTimestamp: now, LastTimestamp: now, Count: 1,
+		}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(tc.want, created.Annotations, cmpEmptyMaps); diff != "" {
+			t.Errorf("core/v1 event about the %s: annotations (-want +got):\n%s", tc.regarding.Kind, diff)
+		}
+	}
+}
+
+// cmpEmptyMaps takes an empty map for none.
+var cmpEmptyMaps = cmp.FilterValues(func(a, b map[string]string) bool { return len(a) == 0 && len(b) == 0 }, cmp.Ignore())
