@@ -43,6 +43,7 @@ import (
 	"github.com/kube-events/events-apiserver/pkg/controller"
 	"github.com/kube-events/events-apiserver/pkg/etcdmaint"
 	"github.com/kube-events/events-apiserver/pkg/mirror"
+	eventregistry "github.com/kube-events/events-apiserver/pkg/registry/event"
 	eventstorage "github.com/kube-events/events-apiserver/pkg/registry/event/storage"
 	"github.com/kube-events/events-apiserver/pkg/registry/eventsummary"
 )
@@ -178,12 +179,15 @@ func (c CompletedConfig) New(ctx context.Context) (_ *EventsServer, err error) {
 	if !c.ExtraConfig.LeaderElection.Disabled {
 		storageOptions = fencedWrites{storageOptions}
 	}
-	store, err := eventstorage.NewREST(Scheme, storageUnavailable{storageOptions}, c.ExtraConfig.EventTTL, c.ExtraConfig.Fold)
+	// In a cluster, every write (the in-process ones of the mirror and the
+	// series controllers included) resolves new events' chains.
+	strategy := eventregistry.NewStrategy(Scheme)
+	if c.ExtraConfig.Chains != nil {
+		strategy = strategy.WithChainResolver(c.ExtraConfig.Chains)
+	}
+	store, err := eventstorage.NewREST(strategy, storageUnavailable{storageOptions}, c.ExtraConfig.EventTTL, c.ExtraConfig.Fold)
 	if err != nil {
 		return nil, fmt.Errorf("creating the events store: %w", err)
-	}
-	if c.ExtraConfig.Chains != nil {
-		withChains(store, c.ExtraConfig.Chains)
 	}
 
 	// The history: lists with history.since read the archive as well as

@@ -24,15 +24,6 @@ import (
 	eventstorage "github.com/kube-events/events-apiserver/pkg/registry/event/storage"
 )
 
-// withChains makes the store's creates and updates resolve the chains of
-// controller owners of new events with chains. Every write goes through
-// these strategies, the in-process ones (the mirror's, the series
-// controllers') included; the store reads them at each write.
-func withChains(store *eventstorage.REST, chains eventregistry.ChainResolver) {
-	strategy := eventregistry.NewStrategy(Scheme).WithChainResolver(chains)
-	store.CreateStrategy, store.UpdateStrategy = strategy, strategy
-}
-
 // newChainAnnotator returns the controller that gives their chains to the
 // events kube-apiserver writes straight into etcd (offload mode), reading
 // etcd as the store does, through a client of its own, and writing through

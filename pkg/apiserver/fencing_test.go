@@ -52,7 +52,7 @@ import (
 func TestElectedStoreWritesAreFenced(t *testing.T) {
 	etcdClient := testserver.RunEtcd(t, nil)
 	resourceConfig := eventsStorageConfig(t, etcdClient.Endpoints())
-	store, err := eventstorage.NewREST(Scheme, fencedWrites{fixedRESTOptions{
+	store, err := eventstorage.NewREST(eventregistry.NewStrategy(Scheme), fencedWrites{fixedRESTOptions{
 		StorageConfig: resourceConfig, Decorator: genericregistry.StorageWithCacher(), ResourcePrefix: "events", DeleteCollectionWorkers: 1,
 	}}, time.Hour, nil)
 	if err != nil {

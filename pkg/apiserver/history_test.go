@@ -41,6 +41,7 @@ import (
 	"github.com/kube-events/events-apiserver/pkg/archive"
 	"github.com/kube-events/events-apiserver/pkg/archive/archiver"
 	"github.com/kube-events/events-apiserver/pkg/archive/victorialogs"
+	eventregistry "github.com/kube-events/events-apiserver/pkg/registry/event"
 	"github.com/kube-events/events-apiserver/pkg/registry/event/history"
 	eventstorage "github.com/kube-events/events-apiserver/pkg/registry/event/storage"
 	"github.com/kube-events/events-apiserver/test/harness"
@@ -132,7 +133,7 @@ func TestHistoryPageReadsItsOwnLiveEvents(t *testing.T) {
 		t.Fatal(err)
 	}
 	timeline := eventstorage.NewTimeline()
-	store, err := eventstorage.NewREST(Scheme, eventstorage.WithTimeline(fixedRESTOptions{
+	store, err := eventstorage.NewREST(eventregistry.NewStrategy(Scheme), eventstorage.WithTimeline(fixedRESTOptions{
 		StorageConfig: resourceConfig, Decorator: genericregistry.StorageWithCacher(), ResourcePrefix: "events", DeleteCollectionWorkers: 1,
 	}, timeline), time.Hour, nil)
 	if err != nil {

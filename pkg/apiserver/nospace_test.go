@@ -45,6 +45,7 @@ import (
 
 	"github.com/kube-events/events-apiserver/pkg/apis/core"
 	corev1 "github.com/kube-events/events-apiserver/pkg/apis/core/v1"
+	eventregistry "github.com/kube-events/events-apiserver/pkg/registry/event"
 	eventstorage "github.com/kube-events/events-apiserver/pkg/registry/event/storage"
 )
 
@@ -78,7 +79,7 @@ func TestNoSpaceIsServiceUnavailable(t *testing.T) {
 	client := testserver.RunEtcd(t, cfg)
 
 	resourceConfig := eventsStorageConfig(t, client.Endpoints())
-	store, err := eventstorage.NewREST(Scheme, storageUnavailable{fixedRESTOptions{
+	store, err := eventstorage.NewREST(eventregistry.NewStrategy(Scheme), storageUnavailable{fixedRESTOptions{
 		StorageConfig: resourceConfig, Decorator: generic.UndecoratedStorage, ResourcePrefix: "events", DeleteCollectionWorkers: 1,
 	}}, time.Hour, nil)
 	if err != nil {

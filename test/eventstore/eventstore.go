@@ -33,6 +33,7 @@ import (
 	"k8s.io/apiserver/pkg/util/compatibility"
 
 	"github.com/kube-events/events-apiserver/pkg/apiserver"
+	eventregistry "github.com/kube-events/events-apiserver/pkg/registry/event"
 	eventstorage "github.com/kube-events/events-apiserver/pkg/registry/event/storage"
 	"github.com/kube-events/events-apiserver/test/harness"
 )
@@ -51,7 +52,7 @@ func Start(t testing.TB, watchCache bool) *eventstorage.REST {
 	if watchCache {
 		decorator = genericregistry.StorageWithCacher()
 	}
-	store, err := eventstorage.NewREST(apiserver.Scheme, restOptions{factory: factory, decorator: decorator}, time.Hour, nil)
+	store, err := eventstorage.NewREST(eventregistry.NewStrategy(apiserver.Scheme), restOptions{factory: factory, decorator: decorator}, time.Hour, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -43,6 +43,7 @@ import (
 	"github.com/kube-events/events-apiserver/pkg/apis/core"
 	"github.com/kube-events/events-apiserver/pkg/apis/eventpolicy"
 	"github.com/kube-events/events-apiserver/pkg/apiserver"
+	eventregistry "github.com/kube-events/events-apiserver/pkg/registry/event"
 	eventstorage "github.com/kube-events/events-apiserver/pkg/registry/event/storage"
 )
 
@@ -63,7 +64,7 @@ func newStore(t *testing.T, folding *eventpolicy.Folding, clk clock.WithDelayedE
 	if err != nil {
 		t.Fatal(err)
 	}
-	store, err := eventstorage.NewRESTWithClock(apiserver.Scheme, restOptionsGetter{
+	store, err := eventstorage.NewRESTWithClock(eventregistry.NewStrategy(apiserver.Scheme), restOptionsGetter{
 		StorageConfig: resourceConfig, Decorator: generic.UndecoratedStorage, ResourcePrefix: "events", DeleteCollectionWorkers: 1,
 	}, time.Hour, folding, clk)
 	if err != nil {

@@ -54,17 +54,18 @@ var (
 	_ rest.StandardStorage      = &REST{}
 )
 
-// NewREST returns the events store. ttl is how long an event lives after its
+// NewREST returns the events store, which validates and prepares writes
+// with strategy (NewStrategy, with a chain resolver in a cluster). ttl is how long an event lives after its
 // last write (kube-apiserver's --event-ttl); it is rounded down to whole
 // seconds, the granularity of etcd leases, and must be at least a second.
 // folding, when set, makes the store fold isomorphic creates of hot series
 // (Folder); the server must run the store's Folder, whose end writes the
 // folded counts still in memory.
-func NewREST(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, ttl time.Duration, folding *eventpolicy.Folding) (*REST, error) {
-	return newREST(scheme, optsGetter, ttl, folding, clock.RealClock{})
+func NewREST(strategy eventregistry.Strategy, optsGetter generic.RESTOptionsGetter, ttl time.Duration, folding *eventpolicy.Folding) (*REST, error) {
+	return newREST(strategy, optsGetter, ttl, folding, clock.RealClock{})
 }
 
-func newREST(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, ttl time.Duration, folding *eventpolicy.Folding, clk clock.WithDelayedExecution) (*REST, error) {
+func newREST(strategy eventregistry.Strategy, optsGetter generic.RESTOptionsGetter, ttl time.Duration, folding *eventpolicy.Folding, clk clock.WithDelayedExecution) (*REST, error) {
 	ttlFunc, err := TTLFunc(ttl)
 	if err != nil {
 		return nil, err
@@ -75,7 +76,6 @@ func newREST(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, ttl t
 			return nil, err
 		}
 	}
-	strategy := eventregistry.NewStrategy(scheme)
 	store := &genericregistry.Store{
 		NewFunc:                   func() runtime.Object { return &core.Event{} },
 		NewListFunc:               func() runtime.Object { return &core.EventList{} },
