@@ -17,14 +17,21 @@ limitations under the License.
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -233,6 +240,147 @@ func TestOwnershipTree(t *testing.T) {
 	if len(missing) > 0 {
 		t.Errorf("deleted pods without events in the answer: %s", strings.Join(missing, ", "))
 	}
+
+	// The plugin draws the same tree, through kubectl, from this API only.
+	names := map[string]string{"tree": "tree"}
+	for i, rs := range sortedByCreation(t, ctx, rsNames) {
+		names[rs] = fmt.Sprintf("rs-%d", i+1)
+	}
+	for _, pod := range sets.List(pods) {
+		names[pod] = "pod-of-" + podReplicaSet(pod, rsNames, names)
+	}
+	drawing := eventtree(t, ctx, "deployment/tree", "-n", treeNamespace, "--since", "1h", "--width", "100", "--no-color")
+	logf(t, "kubectl eventtree deployment/tree:\n%s", drawing)
+	golden := filepath.Join("testdata", "eventtree-tree.golden")
+	got := normaliseTree(drawing, names)
+	if *update {
+		if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(string(want), got); diff != "" {
+		t.Errorf("kubectl eventtree, normalised (-%s +got):\n%s", golden, diff)
+	}
+}
+
+// update rewrites the golden files.
+var update = flag.Bool("update", false, "rewrite the golden files in testdata")
+
+// eventtree runs the kubectl-eventtree plugin, built from this tree, as
+// kubectl runs plugins: found on PATH as kubectl-eventtree.
+func eventtree(t *testing.T, ctx context.Context, args ...string) string {
+	t.Helper()
+	dir := t.TempDir()
+	build := exec.CommandContext(ctx, "go", "build", "-o", filepath.Join(dir, "kubectl-eventtree"), "./cmd/kubectl-eventtree")
+	build.Dir = suite.root
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building kubectl-eventtree: %v\n%s", err, out)
+	}
+	c := suite.cluster
+	cmd := exec.CommandContext(ctx, filepath.Join(c.Assets, "kubectl"), append([]string{"eventtree"}, args...)...)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+c.Kubeconfig, "PATH="+dir+string(os.PathListSeparator)+os.Getenv("PATH"))
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("kubectl eventtree %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
+	}
+	return stdout.String()
+}
+
+// sortedByCreation orders ReplicaSets by creation: the first revision's first.
+func sortedByCreation(t *testing.T, ctx context.Context, names sets.Set[string]) []string {
+	t.Helper()
+	list, err := suite.cluster.Client.AppsV1().ReplicaSets(treeNamespace).List(ctx, metav1.ListOptions{LabelSelector: "app=tree"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sort.Slice(list.Items, func(i, j int) bool {
+		return list.Items[i].Annotations["deployment.kubernetes.io/revision"] < list.Items[j].Annotations["deployment.kubernetes.io/revision"]
+	})
+	var out []string
+	for _, rs := range list.Items {
+		if names.Has(rs.Name) {
+			out = append(out, rs.Name)
+		}
+	}
+	return out
+}
+
+// podReplicaSet is the normalised name of the ReplicaSet a pod's name
+// starts with.
+func podReplicaSet(pod string, replicaSets sets.Set[string], names map[string]string) string {
+	for rs := range replicaSets {
+		if strings.HasPrefix(pod, rs+"-") {
+			return names[rs]
+		}
+	}
+	return "?"
+}
+
+// treeRow is a row of the drawing: the tree, then the time axis between
+// bars.
+var treeRow = regexp.MustCompile(`^(.*?)\s*│[^│]*│$`)
+
+// normaliseTree keeps what a run of the same story always draws: the tree's
+// rows, objects named by names (generated names vary), without the time
+// axis, the reasons and the counts (their timing varies), and sibling rows
+// in order of their text (siblings created together come in either order).
+func normaliseTree(drawing string, names map[string]string) string {
+	var rows []string
+	for _, line := range strings.Split(drawing, "\n") {
+		m := treeRow.FindStringSubmatch(line)
+		if m == nil {
+			continue // the title, the axis' ticks and frame, the reasons, the legend
+		}
+		row := m[1]
+		if i := strings.Index(row, "/"); i >= 0 {
+			name, rest, _ := strings.Cut(row[i+1:], " ")
+			if n, ok := names[name]; ok {
+				name = n
+			}
+			row = strings.TrimRight(row[:i+1]+name+" "+rest, " ")
+		}
+		rows = append(rows, row)
+	}
+	// The glyphs of the tree say which sibling is last: read each row as its
+	// depth and object, and sort the siblings of each parent.
+	type node struct {
+		label    string
+		children []*node
+	}
+	root := &node{}
+	stack := []*node{root}
+	for _, row := range rows {
+		label := row
+		for {
+			trimmed := strings.TrimLeft(label, "│ ")
+			trimmed = strings.TrimPrefix(strings.TrimPrefix(trimmed, "├── "), "└── ")
+			if trimmed == label {
+				break
+			}
+			label = trimmed
+		}
+		depth := (len([]rune(row)) - len([]rune(label))) / 4
+		n := &node{label: label}
+		stack = append(stack[:min(depth+1, len(stack))], n)
+		parent := stack[len(stack)-2]
+		parent.children = append(parent.children, n)
+	}
+	var b strings.Builder
+	var walk func(n *node, depth int)
+	walk = func(n *node, depth int) {
+		sort.Slice(n.children, func(i, j int) bool { return n.children[i].label < n.children[j].label })
+		for _, c := range n.children {
+			b.WriteString(strings.Repeat("  ", depth) + c.label + "\n")
+			walk(c, depth+1)
+		}
+	}
+	walk(root, 0)
+	return b.String()
 }
 
 // crashingAfter waits for two crashed pods of the tree other than before.
