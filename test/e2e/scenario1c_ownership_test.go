@@ -48,11 +48,24 @@ type treeEvent struct {
 		Name        string            `json:"name"`
 		Annotations map[string]string `json:"annotations"`
 	} `json:"metadata"`
-	Reason    string `json:"reason"`
+	Reason          string `json:"reason"`
+	DeprecatedCount int    `json:"deprecatedCount"`
+	Series          *struct {
+		Count int `json:"count"`
+	} `json:"series"`
 	Regarding struct {
 		Kind string `json:"kind"`
 		Name string `json:"name"`
 	} `json:"regarding"`
+}
+
+// occurrences counts an event as the summaries do.
+func (e treeEvent) occurrences() int {
+	n := max(e.DeprecatedCount, 1)
+	if e.Series != nil {
+		n = max(n, e.Series.Count)
+	}
+	return n
 }
 
 // treeDeployment is a Deployment whose pods crash-loop (the server's image
@@ -265,6 +278,54 @@ func TestOwnershipTree(t *testing.T) {
 	if diff := cmp.Diff(string(want), got); diff != "" {
 		t.Errorf("kubectl eventtree, normalised (-%s +got):\n%s", golden, diff)
 	}
+
+	// The tree's summary counts what its events count: each event's
+	// occurrences (its series' count, else its count, else one). Scaled to
+	// nothing, the tree stops crashing, and the two settle on one number.
+	mustKubectl(t, ctx, "-n", treeNamespace, "scale", "deployment/tree", "--replicas=0")
+	const treeSelector = "regarding.ancestor=Deployment/tree,history.since=1h"
+	var listed, summarised int
+	err = wait.PollUntilContextTimeout(ctx, 2*time.Second, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		out, err := kubectl(ctx, "", "get", "events.events.k8s.io", "-n", treeNamespace, "--field-selector", treeSelector, "-o", "json")
+		if err != nil {
+			return false, nil
+		}
+		var list struct {
+			Items []treeEvent `json:"items"`
+		}
+		if err := json.Unmarshal([]byte(out), &list); err != nil {
+			return false, err
+		}
+		listed = 0
+		for _, e := range list.Items {
+			listed += e.occurrences()
+		}
+		if out, err = kubectl(ctx, "", "get", "eventsummaries", "-n", treeNamespace, "--field-selector", treeSelector, "-o", "json"); err != nil {
+			return false, nil
+		}
+		var summaries struct {
+			Items []struct {
+				Occurrences int `json:"occurrences"`
+			} `json:"items"`
+		}
+		if err := json.Unmarshal([]byte(out), &summaries); err != nil {
+			return false, err
+		}
+		summarised = 0
+		for _, s := range summaries.Items {
+			summarised += s.Occurrences
+		}
+		return listed == summarised, nil
+	})
+	logf(t, "occurrences of the tree: %d in its events, %d in its summaries", listed, summarised)
+	if err != nil {
+		t.Errorf("the tree's summaries count %d occurrences, its events %d", summarised, listed)
+	}
+	table := mustKubectl(t, ctx, "get", "eventsummaries", "-n", treeNamespace, "--field-selector", treeSelector)
+	logf(t, "kubectl get eventsummaries -n %s --field-selector %s:\n%s", treeNamespace, treeSelector, table)
+	if !strings.HasPrefix(table, "TYPE ") || !strings.Contains(table, "BackOff") {
+		t.Errorf("kubectl get eventsummaries: want a table with the pods' BackOff, got:\n%s", table)
+	}
 }
 
 // update rewrites the golden files.
@@ -342,6 +403,8 @@ func normaliseTree(drawing string, names map[string]string) string {
 			if n, ok := names[name]; ok {
 				name = n
 			}
+			// A deleted object is "(deleted)", or "✗" in a narrow row.
+			rest = strings.Replace(rest, "✗", "(deleted)", 1)
 			row = strings.TrimRight(row[:i+1]+name+" "+rest, " ")
 		}
 		rows = append(rows, row)
