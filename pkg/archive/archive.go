@@ -122,10 +122,12 @@ type SummaryQuery struct {
 }
 
 // MaxExcept and MaxObjects bound SummaryQuery.Except and Objects: an
-// engine names them in its query, and a service bounds a query's length.
+// engine names them in its query, and a service bounds a query's length
+// (VictoriaLogs: 16 KiB by default, which 100 UIDs and 100 objects of
+// usual names leave room in).
 const (
-	MaxExcept  = 200
-	MaxObjects = 1000
+	MaxExcept  = 100
+	MaxObjects = 100
 )
 
 // Object is a regarded object of a summary, its kind in the row.
