@@ -636,4 +636,19 @@ func testSummaries(t *testing.T, e Engine) {
 			t.Errorf("Summarize with %d UIDs left out: %v, want ErrInvalidQuery", len(q.Except), err)
 		}
 	})
+	// Last: it appends. A state appended again counts once.
+	t.Run("appended again", func(t *testing.T) {
+		appendSync(t, e.Archive,
+			sev("a", "ns1", 5, -10*time.Minute, "Warning", "BackOff", "web-0", 7, -50*time.Minute),
+			sev("b", "ns1", 2, -30*time.Minute, "Warning", "BackOff", "web-1", 0, -30*time.Minute))
+		q := archive.SummaryQuery{Namespace: "ns1", Fields: terms("type=Warning"), Since: since, Until: until}
+		got, err := e.Archive.Summarize(context.Background(), q)
+		if err != nil {
+			t.Fatalf("Summarize: %v", err)
+		}
+		want := []archive.SummaryRow{row("ns1", "Warning", "BackOff", 3, 9, 2, -50*time.Minute, -10*time.Minute)}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("rows (-want +got):\n%s", diff)
+		}
+	})
 }

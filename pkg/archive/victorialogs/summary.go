@@ -50,6 +50,7 @@ const (
 	colState     = "state"
 	colObjectKey = "object"
 	colLast      = "last"
+	colRows      = "rows"
 	colEvents    = "events"
 	colSingles   = "singles"
 	colObjects   = "objects"
@@ -57,73 +58,149 @@ const (
 	colKnown     = "known"
 )
 
-// summarize answers q in one LogsQL query: the newest state of each UID
-// in the window (stats by uid, row_max of rv: the page's rule), kept if it
-// matches q.Fields, then counted by the summary's key. Occurrences are
-// colOccurrences, or 1 where it is left out; the first observation is
-// colFirst, or the time where it is left out.
+// summarize answers q: each UID's newest state in the window (the page's
+// rule), kept if it matches q.Fields, counted by the summary's key.
+// Occurrences are colOccurrences, or 1 where it is left out; the first
+// observation is colFirst, or the time where it is left out.
+//
+// The newest states are found by their (UID, resourceVersion), which a
+// subquery reads (stats by uid, max of rv): the counts then read the
+// stored columns of those rows alone, in parallel. A state appended twice
+// is two rows; a row of the answer that counts more rows than UIDs says
+// so, and the summary is counted again by the exact query, which keeps one
+// state per UID (row_max) at three times the cost.
 func summarize(ctx context.Context, r runner, q archive.SummaryQuery, retention time.Duration, now time.Time) ([]archive.SummaryRow, error) {
 	if len(q.Except) > archive.MaxExcept || len(q.Objects) > archive.MaxObjects {
 		return nil, fmt.Errorf("%w: %d UIDs and %d objects left out, at most %d and %d", archive.ErrInvalidQuery,
 			len(q.Except), len(q.Objects), archive.MaxExcept, archive.MaxObjects)
 	}
-	query, err := summaryQuery(&q, retention, now)
+	s, err := newSummaryQuery(&q, retention, now)
 	if err != nil {
 		return nil, err
 	}
+	rows, duplicates, err := runSummary(ctx, r, s.newest())
+	if err != nil || !duplicates {
+		return rows, err
+	}
+	rows, _, err = runSummary(ctx, r, s.exact())
+	return rows, err
+}
+
+// runSummary runs a summary query; it reports whether a row counted more
+// rows than UIDs.
+func runSummary(ctx context.Context, r runner, query string) ([]archive.SummaryRow, bool, error) {
 	var rows []archive.SummaryRow
-	err = r.run(withPhase(ctx, PhaseSummary), query, func(row map[string]string) error {
+	duplicates := false
+	err := r.run(withPhase(ctx, PhaseSummary), query, func(row map[string]string) error {
 		s, err := summaryRow(row)
 		if err != nil {
 			return err
 		}
+		duplicates = duplicates || row[colRows] != row[colEvents]
 		rows = append(rows, s)
 		return nil
 	})
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	return rows, nil
+	return rows, duplicates, nil
 }
 
-// summaryQuery is the LogsQL query of q.
-func summaryQuery(q *archive.SummaryQuery, retention time.Duration, now time.Time) (string, error) {
-	pq := archive.Query{Namespace: q.Namespace, Fields: q.Fields, Since: q.Since, Until: q.Until}
+// summaryQuery makes the LogsQL queries of a SummaryQuery.
+type summaryQuery struct {
+	q *archive.SummaryQuery
+	// window selects the rows of the window and namespace; terms is the
+	// filter of q.Fields, "" for none.
+	window, terms string
+}
+
+func newSummaryQuery(q *archive.SummaryQuery, retention time.Duration, now time.Time) (summaryQuery, error) {
 	terms, err := filter(&archive.Query{Fields: q.Fields})
 	if err != nil {
-		return "", err
+		return summaryQuery{}, err
 	}
-	w := queryWindow(&pq, retention, now)
-	var b strings.Builder
-	fmt.Fprintf(&b, "_time:[%s, %s)", formatTime(w.since), formatTime(w.until))
+	if terms == "*" {
+		terms = ""
+	}
+	w := queryWindow(&archive.Query{Since: q.Since, Until: q.Until}, retention, now)
+	window := fmt.Sprintf("_time:[%s, %s)", formatTime(w.since), formatTime(w.until))
 	if q.Namespace != "" {
-		fmt.Fprintf(&b, " {%s=%s}", colNamespace, strconv.Quote(q.Namespace))
+		window += fmt.Sprintf(" {%s=%s}", colNamespace, strconv.Quote(q.Namespace))
 	}
-	if len(q.Except) > 0 {
-		fmt.Fprintf(&b, " NOT %s:in(%s)", colUID, quoteAll(q.Except))
+	return summaryQuery{q: q, window: window, terms: terms}, nil
+}
+
+// left selects the rows of the window less those of q.Except.
+func (s summaryQuery) left() string {
+	if len(s.q.Except) == 0 {
+		return s.window
 	}
-	// The newest state of each UID, with the columns the terms and the
-	// counts read.
+	return fmt.Sprintf("%s NOT %s:in(%s)", s.window, colUID, quoteAll(s.q.Except))
+}
+
+// candidates selects the rows of the UIDs that may count: those with a
+// state that matches the terms (the newest state of an event that counts
+// does), so that a term that picks one object reads that object's events.
+func (s summaryQuery) candidates() string {
+	if s.terms == "" {
+		return s.window
+	}
+	return fmt.Sprintf("%s %s:in(%s %s | fields %s)", s.window, colUID, s.window, s.terms, colUID)
+}
+
+// newest is the query that counts the rows that match and are their
+// UID's newest state, found by (UID, resourceVersion): a state's
+// resourceVersion is its etcd revision, but two clusters' archives or a
+// new etcd may repeat one. The subquery leaves q.Except in: it removes
+// whole UIDs, which the outer filter does.
+func (s summaryQuery) newest() string {
+	var b strings.Builder
+	b.WriteString(s.left())
+	if s.terms != "" {
+		fmt.Fprintf(&b, " %s", s.terms)
+	}
+	state := fmt.Sprintf(`format "<%s>@<%s>" as %s`, colUID, colRV, colState)
+	fmt.Fprintf(&b, " | %s | filter %s:in(%s | stats by (%s) max(%s) as %s | %s | fields %s)",
+		state, colState, s.candidates(), colUID, colRV, colRV, state, colState)
+	s.count(&b, "_time")
+	return b.String()
+}
+
+// exact is the query that keeps the newest state of each candidate
+// (row_max of rv) before it counts: one state per UID, however many rows
+// hold it.
+func (s summaryQuery) exact() string {
+	var b strings.Builder
+	b.WriteString(s.left())
+	if s.terms != "" {
+		fmt.Fprintf(&b, " %s:in(%s %s | fields %s)", colUID, s.window, s.terms, colUID)
+	}
 	kept := append([]string{colNamespace, "_time", colOccurrences, colFirst, colObjectNS, colObjectName}, summaryKey[1:]...)
-	kept = append(kept, termColumns(q.Fields)...)
+	kept = append(kept, termColumns(s.q.Fields)...)
 	fmt.Fprintf(&b, " | stats by (%s) row_max(%s, %s) as %s", colUID, colRV, quoteAll(dedup(kept)), colState)
 	fmt.Fprintf(&b, " | unpack_json from %s | rename _time as %s", colState, colLast)
-	if terms != "*" {
-		fmt.Fprintf(&b, " | filter %s", terms)
+	if s.terms != "" {
+		fmt.Fprintf(&b, " | filter %s", s.terms)
 	}
-	fmt.Fprintf(&b, ` | format "<%s>/<%s>" as %s`, colObjectNS, colObjectName, colObjectKey)
-	fmt.Fprintf(&b, " | stats by (%s) count() as %s, sum(%s) as %s, count() if (%s:\"\") as %s, count_uniq(%s) as %s,"+
-		" min(%s) if (%s:*) as %s, min(%s) if (%s:\"\") as %s, max(%s) as %s",
-		quoteAll(summaryKey), colEvents, colOccurrences, colOccurrences, colOccurrences, colSingles, colObjectKey, colObjects,
-		colFirst, colFirst, colFirst, colLast, colFirst, colFirstTime, colLast, colLast)
-	if len(q.Objects) > 0 {
-		keys := make([]string, len(q.Objects))
-		for i, o := range q.Objects {
+	s.count(&b, colLast)
+	return b.String()
+}
+
+// count appends the pipes that count the states by the summary's key;
+// last is the column of their time.
+func (s summaryQuery) count(b *strings.Builder, last string) {
+	fmt.Fprintf(b, ` | format "<%s>/<%s>" as %s`, colObjectNS, colObjectName, colObjectKey)
+	fmt.Fprintf(b, " | stats by (%s) count() as %s, count_uniq(%s) as %s, sum(%s) as %s, count() if (%s:\"\") as %s,"+
+		" count_uniq(%s) as %s, min(%s) if (%s:*) as %s, min(%s) if (%s:\"\") as %s, max(%s) as %s",
+		quoteAll(summaryKey), colRows, colUID, colEvents, colOccurrences, colOccurrences, colOccurrences, colSingles,
+		colObjectKey, colObjects, colFirst, colFirst, colFirst, last, colFirst, colFirstTime, last, colLast)
+	if len(s.q.Objects) > 0 {
+		keys := make([]string, len(s.q.Objects))
+		for i, o := range s.q.Objects {
 			keys[i] = o.Namespace + "/" + o.Name
 		}
-		fmt.Fprintf(&b, ", uniq_values(%s) if (%s:in(%s)) as %s", colObjectKey, colObjectKey, quoteAll(keys), colKnown)
+		fmt.Fprintf(b, ", uniq_values(%s) if (%s:in(%s)) as %s", colObjectKey, colObjectKey, quoteAll(keys), colKnown)
 	}
-	return b.String(), nil
 }
 
 // termColumns are the columns q's terms read.
