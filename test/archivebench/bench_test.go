@@ -33,6 +33,7 @@ var (
 	events  = flag.Int("history.events", 10_000_000, "archived events (states) of TestHistory")
 	objects = flag.Int("history.objects", 100_000, "distinct regarding objects of TestHistory")
 	samples = flag.Int("history.samples", 1000, "pages measured per selector and scope of TestHistory, first and following pages apart")
+	spaces  = flag.Int("history.namespaces", 100, "namespaces of TestHistory: 10 at 1,000,000 events holds a namespace's share of 10,000,000 in 100")
 	dir     = flag.String("history.dir", "", "the embedded archive's directory (default: a temporary one)")
 )
 
@@ -160,7 +161,9 @@ func TestHistory(t *testing.T) {
 	if d == "" {
 		d = t.TempDir()
 	}
-	check(t, run(t, config(t, *events, *objects), d), goals)
+	cfg := config(t, *events, *objects)
+	cfg.Namespaces = *spaces
+	check(t, run(t, cfg, d), goals)
 }
 
 type testWriter struct{ t *testing.T }
