@@ -146,11 +146,16 @@ func ValidateRef(value string) error {
 		return fmt.Errorf("%q: must be Kind/name, such as Deployment/web", value)
 	}
 	for _, r := range kind {
-		if !('a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9') {
+		if !isAlphanumeric(r) {
 			return fmt.Errorf("%q: the kind must be letters and digits, such as Deployment", value)
 		}
 	}
 	return validateChars(value)
+}
+
+// isAlphanumeric tells whether r is an ASCII letter or digit.
+func isAlphanumeric(r rune) bool {
+	return 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9'
 }
 
 // ValidateUID checks the value of a regarding.ancestor.uid term.
