@@ -31,9 +31,6 @@ import (
 	eventconversion "github.com/kube-events/events-apiserver/pkg/conversion"
 )
 
-// PhaseSummary is the one query of a summary.
-const PhaseSummary QueryPhase = "summary"
-
 // The columns of a summary row: the key's fields, the regarded object, and
 // the names the query gives its results.
 var (
