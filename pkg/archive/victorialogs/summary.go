@@ -146,10 +146,10 @@ func (s summaryQuery) candidates() string {
 }
 
 // newest is the query that counts the rows that match and are their
-// UID's newest state, found by (UID, resourceVersion): a state's
-// resourceVersion is its etcd revision, but two clusters' archives or a
-// new etcd may repeat one. The subquery leaves q.Except in: it removes
-// whole UIDs, which the outer filter does.
+// UID's newest state, found by (UID, resourceVersion), not by the
+// resourceVersion alone: it is the etcd revision of a state, which a new
+// etcd may give again. The subquery leaves q.Except in: it removes whole
+// UIDs, which the outer filter does.
 func (s summaryQuery) newest() string {
 	var b strings.Builder
 	b.WriteString(s.left())
