@@ -46,6 +46,12 @@ type Record struct {
 	// Object is the event as the store encodes it (protobuf), decoded into
 	// the internal type on read.
 	Object []byte
+	// Occurrences is how many occurrences this state stands for
+	// (core.Occurrences); 0 stands for 1. FirstObserved is its first
+	// observation (core.FirstObserved); zero stands for Time. Summaries
+	// count them without decoding Object.
+	Occurrences   int32
+	FirstObserved time.Time
 }
 
 // Cursor is a position in the newest-first order: a page continues with
@@ -98,6 +104,52 @@ type Page struct {
 	Next *Cursor
 }
 
+// SummaryQuery selects the events a summary counts: those every page of a
+// Query with the same namespace, terms and window returns (one per UID, its
+// newest state in the window, if that state matches), less the events of
+// Except.
+type SummaryQuery struct {
+	Namespace    string
+	Fields       fields.Requirements
+	Since, Until time.Time
+	// Except are the UIDs of events the caller counts from elsewhere (the
+	// live store): none of their states is counted. At most MaxExcept.
+	Except []string
+	// Objects are regarded objects the caller counts from elsewhere too:
+	// each row says which of them its events regard (SummaryRow.Known),
+	// so that the caller counts each object once. At most MaxObjects.
+	Objects []Object
+}
+
+// MaxExcept and MaxObjects bound SummaryQuery.Except and Objects: an
+// engine names them in its query, and a service bounds a query's length
+// (VictoriaLogs: 16 KiB by default, which 100 UIDs and 100 objects of
+// usual names leave room in).
+const (
+	MaxExcept  = 100
+	MaxObjects = 100
+)
+
+// Object is a regarded object of a summary, its kind in the row.
+type Object struct {
+	Namespace, Name string
+}
+
+// SummaryRow counts the events of one namespace, type, reason, regarding
+// kind and reporting controller (reportingComponent's field): the rule of
+// the event summaries.
+type SummaryRow struct {
+	Namespace, Type, Reason, RegardingKind, ReportingController string
+	// Events counts the events, Occurrences the occurrences they stand
+	// for (Record.Occurrences), Objects their distinct regarded objects.
+	Events, Occurrences, Objects int64
+	// FirstObserved is the earliest Record.FirstObserved, LastObserved
+	// the latest Record.Time.
+	FirstObserved, LastObserved time.Time
+	// Known are the SummaryQuery.Objects the row's events regard.
+	Known []Object
+}
+
 // Stats describes what an archive holds.
 type Stats struct {
 	// Rows is the number of stored states (re-appended states may count
@@ -125,6 +177,9 @@ type Archive interface {
 	// (a storage node down, the service unreachable) returns an error
 	// wrapping ErrUnavailable, never a short page.
 	Query(ctx context.Context, q Query) (Page, error)
+	// Summarize counts the events q selects into rows, in no order. It
+	// fails as Query does: never a partial count.
+	Summarize(ctx context.Context, q SummaryQuery) ([]SummaryRow, error)
 	// Stats reports the archive's size.
 	Stats(ctx context.Context) (Stats, error)
 	// Close releases the engine; the archive is not used afterwards.

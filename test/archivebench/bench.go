@@ -38,6 +38,7 @@ import (
 
 	"github.com/VictoriaMetrics/VictoriaLogs/lib/logstorage"
 
+	"github.com/kube-events/events-apiserver/pkg/ancestry"
 	"github.com/kube-events/events-apiserver/pkg/archive"
 	"github.com/kube-events/events-apiserver/pkg/archive/victorialogs"
 )
@@ -64,6 +65,8 @@ type Config struct {
 	// as the selector's queries have them); Limit is the page size and
 	// Pages how many pages a query follows at most.
 	Samples, Limit, Pages int
+	// SummarySamples is the number of namespace summaries measured.
+	SummarySamples int
 	// Seed makes the data set repeatable.
 	Seed uint64
 	// Log receives progress lines.
@@ -131,6 +134,7 @@ type generator struct {
 	now time.Time
 
 	objects []object
+	trees   []object // the Deployments of the trees
 	reasons []string
 	nodes   []string
 
@@ -150,7 +154,19 @@ type generator struct {
 
 type object struct {
 	ns, name, uid, rv, kind string
+	// chain is the object's ancestors (pkg/ancestry's annotation), "" for
+	// none: the pods of each namespace's tree (see newGenerator).
+	chain string
 }
+
+// TreePods is how many pods each namespace's Deployment owns over the
+// span, through two ReplicaSets: the tree an ancestor query selects.
+const TreePods = 50
+
+// treeEvery spaces the namespaces with a tree: a few objects carry a
+// chain, as in a cluster where most events are about pods of workloads
+// the server resolves, and some about others.
+const treeEvery = 10
 
 // event is one event whose states the generator emits.
 type event struct {
@@ -199,6 +215,27 @@ func newGenerator(cfg Config, now time.Time) *generator {
 			rv:   strconv.Itoa(1000000 + g.rng.IntN(9000000)),
 			kind: kind,
 		}
+	}
+	// The first objects of every treeEvery-th namespace are a tree: a
+	// Deployment and the pods of its two ReplicaSets (old and new), each
+	// pod's events carrying the chain.
+	for ns := 0; ns < cfg.Namespaces; ns += treeEvery {
+		if ns+TreePods*cfg.Namespaces >= len(g.objects) {
+			break
+		}
+		deployment := &g.objects[ns]
+		deployment.kind = "Deployment"
+		replicaSets := []ancestry.Ancestor{
+			{Kind: "ReplicaSet", Name: deployment.name + "-" + g.suffix(10), UID: types.UID(g.uid())},
+			{Kind: "ReplicaSet", Name: deployment.name + "-" + g.suffix(10), UID: types.UID(g.uid())},
+		}
+		for p := 1; p <= TreePods; p++ {
+			pod := &g.objects[ns+p*cfg.Namespaces]
+			pod.kind = "Pod"
+			pod.chain = ancestry.Encode([]ancestry.Ancestor{replicaSets[p%2],
+				{Kind: "Deployment", Name: deployment.name, UID: types.UID(deployment.uid)}})
+		}
+		g.trees = append(g.trees, *deployment)
 	}
 	g.reasons = []string{"Scheduled", "Pulling", "Pulled", "Created", "Started", "Killing", "BackOff", "Unhealthy", "FailedMount", "FailedScheduling"}
 	for i := len(g.reasons); i < cfg.Reasons; i++ {
@@ -280,6 +317,9 @@ func (g *generator) startEvent(first time.Time) {
 		"reason":                   reason, "source": "kubelet", "type": etype,
 		"reportingComponent": "kubelet", "reportingInstance": node,
 	}
+	if o.chain != "" {
+		e.fields["involvedObject.ancestor"] = o.chain
+	}
 	if g.rng.Float64() < g.cfg.RelatedFraction {
 		e.ev.Related = &corev1.ObjectReference{Kind: "Node", Name: node, APIVersion: "v1"}
 		e.fields["related.kind"], e.fields["related.name"], e.fields["related.apiVersion"] = "Node", node, "v1"
@@ -333,6 +373,7 @@ func (g *generator) next(dst []archive.Record, n int) ([]archive.Record, error) 
 		dst = append(dst, archive.Record{
 			UID: string(ev.UID), Namespace: ev.Namespace, Name: ev.Name, ResourceVersion: ev.ResourceVersion,
 			Time: ev.LastTimestamp.Time, Fields: s.ev.fields, Object: obj,
+			Occurrences: s.count, FirstObserved: ev.FirstTimestamp.Time,
 		})
 	}
 	return dst, nil
@@ -385,6 +426,8 @@ func Run(ctx context.Context, a *victorialogs.Embedded, cfg Config) (Result, err
 
 // dataSet is what the queries pick their terms from.
 type dataSet struct {
+	// trees are the Deployments with pods, one per namespace.
+	trees      []object
 	objects    []object
 	pairs      [][3]string
 	nodes      []string
@@ -426,7 +469,7 @@ func ingest(ctx context.Context, a archive.Archive, cfg Config, now time.Time, r
 	}
 	res.Sync = time.Since(began)
 	logf("ingest: %d events (%d distinct) in %s of appends (%.0f/s), sync %s", res.Events, res.DistinctEvents, res.Ingest.Round(time.Millisecond), res.EventsPerSecond, res.Sync.Round(time.Millisecond))
-	d := dataSet{objects: g.objects, pairs: g.pairs, nodes: g.nodes}
+	d := dataSet{objects: g.objects, pairs: g.pairs, nodes: g.nodes, trees: g.trees}
 	for i := range cfg.Namespaces {
 		d.namespaces = append(d.namespaces, fmt.Sprintf("team-%03d", i))
 	}
@@ -464,6 +507,9 @@ func settle(ctx context.Context, a *victorialogs.Embedded, res *Result, logf fun
 type selector struct {
 	name  string
 	terms func(rng *rand.Rand) (string, fields.Requirements)
+	// namespaced runs only the namespaced variant: the API refuses the
+	// cluster-wide one over the span (an unselective term).
+	namespaced bool
 }
 
 func selectors(d dataSet) []selector {
@@ -475,17 +521,24 @@ func selectors(d dataSet) []selector {
 		{"regarding.name=X", func(rng *rand.Rand) (string, fields.Requirements) {
 			o := d.objects[rng.IntN(len(d.objects))]
 			return o.ns, fields.Requirements{req("involvedObject.name", o.name)}
-		}},
+		}, false},
 		{"regarding.name=X,reason=Y", func(rng *rand.Rand) (string, fields.Requirements) {
 			p := d.pairs[rng.IntN(len(d.pairs))]
 			return p[0], fields.Requirements{req("involvedObject.name", p[1]), req("reason", p[2])}
-		}},
+		}, false},
 		{"related.name=X", func(rng *rand.Rand) (string, fields.Requirements) {
 			return namespace(rng), fields.Requirements{req("related.name", d.nodes[rng.IntN(len(d.nodes))])}
-		}},
+		}, false},
 		{"newest (no selector)", func(rng *rand.Rand) (string, fields.Requirements) {
 			return namespace(rng), nil
-		}},
+		}, false},
+		{"type=Warning", func(rng *rand.Rand) (string, fields.Requirements) {
+			return namespace(rng), fields.Requirements{req("type", "Warning")}
+		}, true},
+		{"regarding.ancestor=Deployment/X", func(rng *rand.Rand) (string, fields.Requirements) {
+			o := d.trees[rng.IntN(len(d.trees))]
+			return o.ns, fields.Requirements{req("involvedObject.ancestor", ancestry.Ref(o.kind, o.name))}
+		}, false},
 	}
 }
 
@@ -522,6 +575,9 @@ func measureQueries(ctx context.Context, a archive.Archive, cfg Config, now time
 	var out []Latency
 	for _, sel := range selectors(d) {
 		for _, namespaced := range []bool{false, true} {
+			if sel.namespaced && !namespaced {
+				continue
+			}
 			name := sel.name + " cluster-wide"
 			if namespaced {
 				name = sel.name + " namespaced"
@@ -558,24 +614,50 @@ func measureQueries(ctx context.Context, a archive.Archive, cfg Config, now time
 				}
 			}
 			for _, l := range []Latency{summarize(name+", first page", first), summarize(name+", following pages", next)} {
-				if l.Count == 0 {
-					continue
-				}
-				out = append(out, l)
-				logf("query %-55s n=%5d p50=%8s p99=%8s max=%8s cpu=%8s records/page=%.1f", l.Name, l.Count,
-					l.P50.Round(10*time.Microsecond), l.P99.Round(10*time.Microsecond), l.Max.Round(10*time.Microsecond), l.CPU.Round(10*time.Microsecond), l.Records)
-				for _, ps := range l.Phases {
-					n := float64(l.Count)
-					logf("  %-5s per page: %5.1f queries %8.2f ms %7.0f blocks %9.0f rows processed %7.0f rows found %6.2f MB read %7.2f MB decompressed",
-						ps.Phase, float64(ps.Queries)/n, float64(ps.Took.Microseconds())/1000/n, float64(ps.Stats.BlocksProcessed)/n,
-						float64(ps.Stats.RowsProcessed)/n, float64(ps.Stats.RowsFound)/n,
-						float64(ps.Stats.GetBytesReadTotal())/1e6/n, float64(ps.Stats.BytesProcessedUncompressedValues)/1e6/n)
+				if l.Count > 0 {
+					out = append(out, l)
+					logLatency(logf, l)
 				}
 			}
 			end()
 		}
 	}
+	// A namespace's summary over the span: one answer, its rows.
+	name := "summary (no selector) namespaced"
+	end := logPhase(logf, "queries "+name)
+	current = &pages{phases: map[victorialogs.QueryPhase]*PhaseStats{}}
+	for range cfg.SummarySamples {
+		q := archive.SummaryQuery{Namespace: d.namespaces[rng.IntN(len(d.namespaces))], Since: since, Until: now.Add(time.Minute)}
+		cpu := cpuTime()
+		began := time.Now()
+		rows, err := a.Summarize(traced, q)
+		took := time.Since(began)
+		current.cpu += cpuTime() - cpu
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		current.took = append(current.took, took)
+		current.records += len(rows)
+	}
+	if l := summarize(name, current); l.Count > 0 {
+		out = append(out, l)
+		logLatency(logf, l)
+	}
+	end()
 	return out, nil
+}
+
+// logLatency logs l and its phases.
+func logLatency(logf func(string, ...any), l Latency) {
+	logf("query %-55s n=%5d p50=%8s p99=%8s max=%8s cpu=%8s records/page=%.1f", l.Name, l.Count,
+		l.P50.Round(10*time.Microsecond), l.P99.Round(10*time.Microsecond), l.Max.Round(10*time.Microsecond), l.CPU.Round(10*time.Microsecond), l.Records)
+	for _, ps := range l.Phases {
+		n := float64(l.Count)
+		logf("  %-7s per page: %5.1f queries %8.2f ms %7.0f blocks %9.0f rows processed %7.0f rows found %6.2f MB read %7.2f MB decompressed",
+			ps.Phase, float64(ps.Queries)/n, float64(ps.Took.Microseconds())/1000/n, float64(ps.Stats.BlocksProcessed)/n,
+			float64(ps.Stats.RowsProcessed)/n, float64(ps.Stats.RowsFound)/n,
+			float64(ps.Stats.GetBytesReadTotal())/1e6/n, float64(ps.Stats.BytesProcessedUncompressedValues)/1e6/n)
+	}
 }
 
 // Measure reads the archive's size and computes bytes per event.
@@ -603,7 +685,7 @@ func summarize(name string, p *pages) Latency {
 		Name: name, Count: len(d), P50: at(0.5), P99: at(0.99), Max: d[len(d)-1],
 		CPU: p.cpu / time.Duration(len(d)), Records: float64(p.records) / float64(len(d)),
 	}
-	for _, phase := range []victorialogs.QueryPhase{victorialogs.PhaseFind, victorialogs.PhaseCheck, victorialogs.PhaseFetch} {
+	for _, phase := range []victorialogs.QueryPhase{victorialogs.PhaseFind, victorialogs.PhaseCheck, victorialogs.PhaseFetch, victorialogs.PhaseSummary} {
 		if ps := p.phases[phase]; ps != nil {
 			l.Phases = append(l.Phases, *ps)
 		}

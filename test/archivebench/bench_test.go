@@ -19,6 +19,7 @@ package archivebench
 import (
 	"context"
 	"flag"
+	"strings"
 	"testing"
 	"time"
 
@@ -32,6 +33,7 @@ var (
 	events  = flag.Int("history.events", 10_000_000, "archived events (states) of TestHistory")
 	objects = flag.Int("history.objects", 100_000, "distinct regarding objects of TestHistory")
 	samples = flag.Int("history.samples", 1000, "pages measured per selector and scope of TestHistory, first and following pages apart")
+	spaces  = flag.Int("history.namespaces", 100, "namespaces of TestHistory: 10 at 1,000,000 events holds a namespace's share of 10,000,000 in 100")
 	dir     = flag.String("history.dir", "", "the embedded archive's directory (default: a temporary one)")
 )
 
@@ -39,7 +41,20 @@ var (
 type bounds struct {
 	eventsPerSecond float64
 	p50, p99        time.Duration
-	bytesPerEvent   float64
+	// p99Of holds the query kinds whose name starts with a key to its p99
+	// instead.
+	p99Of         map[string]time.Duration
+	bytesPerEvent float64
+}
+
+// p99For is the p99 the query kind name is held to.
+func (b bounds) p99For(name string) time.Duration {
+	for prefix, p99 := range b.p99Of {
+		if strings.HasPrefix(name, prefix) {
+			return p99
+		}
+	}
+	return b.p99
 }
 
 // goals are issue 25's, on a 2-core machine, for the full run. The smoke's
@@ -51,8 +66,16 @@ type bounds struct {
 // goal and a p99 of two seconds, to catch a change that breaks the shape
 // (a query that reads every block of the month) rather than one that
 // moves the numbers.
+//
+// Issue 35's queries are held to theirs: a namespace's summary and its
+// Warning events over the span answer within a second, a Deployment's
+// tree (regarding.ancestor) within 200 ms.
 var (
-	goals       = bounds{eventsPerSecond: 10_000, p99: 100 * time.Millisecond, bytesPerEvent: 150}
+	goals = bounds{eventsPerSecond: 10_000, p99: 100 * time.Millisecond, bytesPerEvent: 150, p99Of: map[string]time.Duration{
+		"summary":            time.Second,
+		"type=Warning":       time.Second,
+		"regarding.ancestor": 200 * time.Millisecond,
+	}}
 	smokeBounds = bounds{eventsPerSecond: 5_000, p50: 100 * time.Millisecond, p99: 2 * time.Second, bytesPerEvent: 220}
 )
 
@@ -63,7 +86,7 @@ func config(t *testing.T, events, objects int) Config {
 		Events: events, Span: 30 * 24 * time.Hour,
 		Objects: objects, Namespaces: 100, Reasons: 300,
 		SeriesFraction: 0.2, SeriesStates: 5, RelatedFraction: 0.1,
-		Batch: 1000, Samples: *samples, Limit: 100, Pages: 3,
+		Batch: 1000, Samples: *samples, SummarySamples: max(*samples/10, 10), Limit: 100, Pages: 3,
 		Seed: 1, Log: testWriter{t},
 	}
 }
@@ -107,8 +130,8 @@ func check(t *testing.T, res Result, b bounds) {
 		if b.p50 > 0 && l.P50 > b.p50 {
 			t.Errorf("%s: p50 %s, bound %s", l.Name, l.P50, b.p50)
 		}
-		if l.P99 > b.p99 {
-			t.Errorf("%s: p99 %s, bound %s", l.Name, l.P99, b.p99)
+		if bound := b.p99For(l.Name); l.P99 > bound {
+			t.Errorf("%s: p99 %s, bound %s", l.Name, l.P99, bound)
 		}
 		if l.Records == 0 {
 			t.Errorf("%s: no records", l.Name)
@@ -124,7 +147,7 @@ func TestSmoke(t *testing.T) {
 		t.Skip("-history.full runs TestHistory")
 	}
 	cfg := config(t, 200_000, 10_000)
-	cfg.Samples = 30
+	cfg.Samples, cfg.SummarySamples = 30, 10
 	check(t, run(t, cfg, t.TempDir()), smokeBounds)
 }
 
@@ -138,7 +161,9 @@ func TestHistory(t *testing.T) {
 	if d == "" {
 		d = t.TempDir()
 	}
-	check(t, run(t, config(t, *events, *objects), d), goals)
+	cfg := config(t, *events, *objects)
+	cfg.Namespaces = *spaces
+	check(t, run(t, cfg, d), goals)
 }
 
 type testWriter struct{ t *testing.T }

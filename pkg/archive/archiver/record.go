@@ -36,5 +36,8 @@ func NewRecord(event *core.Event, object []byte, revision int64) archive.Record 
 		Time:            core.LastObserved(event), // the order of history answers
 		Fields:          eventstorage.SelectableFields(event),
 		Object:          object,
+		// What a summary counts, by the rule of the live summaries.
+		Occurrences:   core.Occurrences(event),
+		FirstObserved: core.FirstObserved(event),
 	}
 }

@@ -72,6 +72,7 @@ func Run(t *testing.T, open func(t *testing.T) Engine, opts Options) {
 		{"Reappend", testReappend},
 		{"Retention", testRetention},
 		{"InvalidQuery", testInvalidQuery},
+		{"Summaries", testSummaries},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -176,6 +177,7 @@ func testRoundTrip(t *testing.T, e Engine) {
 		ev("b", "ns2", 11, time.Second, "involvedObject.name", "web-1", "reason", "Pulled", "type", "Normal"),
 	}
 	in[1].Time = in[1].Time.Add(123456789 * time.Nanosecond)
+	in[1].Occurrences, in[1].FirstObserved = 3, in[1].Time.Add(-time.Minute-time.Nanosecond)
 	appendSync(t, e.Archive, in...)
 	got, _ := all(t, e.Archive, query(10))
 	want := []archive.Record{in[1], in[0]}
@@ -505,4 +507,148 @@ func testStorageDown(t *testing.T, e Engine, stop func(t *testing.T) func()) {
 	if diff := cmp.Diff(uids(want), uids(got)); diff != "" {
 		t.Errorf("after the restore (-want +got):\n%s", diff)
 	}
+}
+
+// sev is a state for the summaries: ev with the summary's fields (type,
+// reason, kind Pod, reporting component kubelet, the regarded pod),
+// occurrences and a first observation, as an offset from base too.
+func sev(uid, ns string, rv int, offset time.Duration, eventType, reason, pod string, occurrences int32, first time.Duration, kv ...string) archive.Record {
+	r := ev(uid, ns, rv, offset, append([]string{"type", eventType, "reason", reason, "involvedObject.kind", "Pod",
+		"involvedObject.namespace", ns, "involvedObject.name", pod, "reportingComponent", "kubelet"}, kv...)...)
+	r.Occurrences, r.FirstObserved = occurrences, base.Add(first)
+	return r
+}
+
+// row is a summary row of the namespace, type and reason, of pods
+// reported by kubelet.
+func row(ns, eventType, reason string, events, occurrences, objects int64, first, last time.Duration, known ...string) archive.SummaryRow {
+	r := archive.SummaryRow{
+		Namespace: ns, Type: eventType, Reason: reason, RegardingKind: "Pod", ReportingController: "kubelet",
+		Events: events, Occurrences: occurrences, Objects: objects,
+		FirstObserved: base.Add(first), LastObserved: base.Add(last),
+	}
+	for _, pod := range known {
+		r.Known = append(r.Known, archive.Object{Namespace: ns, Name: pod})
+	}
+	return r
+}
+
+func testSummaries(t *testing.T, e Engine) {
+	appendSync(t, e.Archive,
+		// A series: its newest state counts, 7 occurrences since -50m.
+		sev("a", "ns1", 1, -40*time.Minute, "Warning", "BackOff", "web-0", 2, -50*time.Minute),
+		sev("a", "ns1", 5, -10*time.Minute, "Warning", "BackOff", "web-0", 7, -50*time.Minute),
+		// Another object, one occurrence (0 stands for 1, first for Time).
+		sev("b", "ns1", 2, -30*time.Minute, "Warning", "BackOff", "web-1", 0, -30*time.Minute),
+		sev("c", "ns1", 3, -20*time.Minute, "Warning", "BackOff", "web-1", 1, -20*time.Minute),
+		sev("d", "ns1", 4, -5*time.Minute, "Normal", "Pulled", "web-0", 1, -5*time.Minute),
+		// A newer state that does not match type=Warning stands for it.
+		sev("e", "ns1", 6, -25*time.Minute, "Warning", "Unhealthy", "web-2", 4, -25*time.Minute),
+		sev("e", "ns1", 7, -2*time.Minute, "Normal", "Unhealthy", "web-2", 5, -25*time.Minute),
+		// Another namespace; and a state out of the window.
+		sev("f", "ns2", 8, -15*time.Minute, "Warning", "BackOff", "api-0", 3, -16*time.Minute,
+			"involvedObject.ancestor", `["StatefulSet/api","u-api"]`),
+		sev("g", "ns1", 9, -48*time.Hour, "Warning", "BackOff", "web-9", 1, -48*time.Hour),
+	)
+	since, until := window()
+	terms := func(terms ...string) fields.Requirements { return query(1, terms...).Fields }
+	tests := []struct {
+		name string
+		q    archive.SummaryQuery
+		want []archive.SummaryRow
+	}{{
+		name: "all",
+		q:    archive.SummaryQuery{Since: since, Until: until},
+		want: []archive.SummaryRow{
+			row("ns1", "Normal", "Pulled", 1, 1, 1, -5*time.Minute, -5*time.Minute),
+			row("ns1", "Normal", "Unhealthy", 1, 5, 1, -25*time.Minute, -2*time.Minute),
+			row("ns1", "Warning", "BackOff", 3, 9, 2, -50*time.Minute, -10*time.Minute),
+			row("ns2", "Warning", "BackOff", 1, 3, 1, -16*time.Minute, -15*time.Minute),
+		},
+	}, {
+		name: "namespace,type=Warning",
+		q:    archive.SummaryQuery{Namespace: "ns1", Fields: terms("type=Warning"), Since: since, Until: until},
+		want: []archive.SummaryRow{row("ns1", "Warning", "BackOff", 3, 9, 2, -50*time.Minute, -10*time.Minute)},
+	}, {
+		name: "type!=Warning,involvedObject.name=web-2",
+		q:    archive.SummaryQuery{Fields: terms("type!=Warning", "involvedObject.name=web-2"), Since: since, Until: until},
+		want: []archive.SummaryRow{row("ns1", "Normal", "Unhealthy", 1, 5, 1, -25*time.Minute, -2*time.Minute)},
+	}, {
+		name: "window",
+		q:    archive.SummaryQuery{Namespace: "ns1", Fields: terms("reason=BackOff"), Since: base.Add(-35 * time.Minute), Until: base.Add(-15 * time.Minute)},
+		// a's newest state in the window is its first (rv 1, -40m) no more:
+		// neither is in [-35m, -15m).
+		want: []archive.SummaryRow{row("ns1", "Warning", "BackOff", 2, 2, 1, -30*time.Minute, -20*time.Minute)},
+	}, {
+		name: "except",
+		q:    archive.SummaryQuery{Namespace: "ns1", Fields: terms("reason=BackOff"), Since: since, Until: until, Except: []string{"a", "c"}},
+		want: []archive.SummaryRow{row("ns1", "Warning", "BackOff", 1, 1, 1, -30*time.Minute, -30*time.Minute)},
+	}, {
+		name: "known objects",
+		q: archive.SummaryQuery{Namespace: "ns1", Fields: terms("type=Warning"), Since: since, Until: until,
+			Objects: []archive.Object{{Namespace: "ns1", Name: "web-1"}, {Namespace: "ns1", Name: "web-7"}}},
+		want: []archive.SummaryRow{row("ns1", "Warning", "BackOff", 3, 9, 2, -50*time.Minute, -10*time.Minute, "web-1")},
+	}, {
+		name: "ancestor",
+		q:    archive.SummaryQuery{Fields: terms("involvedObject.ancestor=StatefulSet/api"), Since: since, Until: until},
+		want: []archive.SummaryRow{row("ns2", "Warning", "BackOff", 1, 3, 1, -16*time.Minute, -15*time.Minute)},
+	}, {
+		name: "none",
+		q:    archive.SummaryQuery{Fields: terms("reason=Nothing"), Since: since, Until: until},
+	}}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := e.Archive.Summarize(context.Background(), tc.q)
+			if err != nil {
+				t.Fatalf("Summarize: %v", err)
+			}
+			slices.SortFunc(got, func(a, b archive.SummaryRow) int {
+				return strings.Compare(a.Namespace+a.Type+a.Reason, b.Namespace+b.Type+b.Reason)
+			})
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("rows (-want +got):\n%s", diff)
+			}
+		})
+	}
+	t.Run("the most left out", func(t *testing.T) {
+		// UIDs as the API server makes them, objects with long names: a
+		// service takes the query all the same.
+		q := archive.SummaryQuery{Namespace: "ns1", Fields: terms("reason=BackOff"), Since: since, Until: until}
+		for i := range archive.MaxExcept {
+			q.Except = append(q.Except, fmt.Sprintf("%08x-0000-4000-8000-%012x", i, i))
+		}
+		for i := range archive.MaxObjects {
+			q.Objects = append(q.Objects, archive.Object{Namespace: "ns1", Name: fmt.Sprintf("web-%s-%d", strings.Repeat("x", 40), i)})
+		}
+		q.Except[0] = "a"
+		got, err := e.Archive.Summarize(context.Background(), q)
+		if err != nil {
+			t.Fatalf("Summarize: %v", err)
+		}
+		want := []archive.SummaryRow{row("ns1", "Warning", "BackOff", 2, 2, 1, -30*time.Minute, -20*time.Minute)}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("rows (-want +got):\n%s", diff)
+		}
+	})
+	t.Run("too many left out", func(t *testing.T) {
+		q := archive.SummaryQuery{Since: since, Until: until, Except: make([]string, archive.MaxExcept+1)}
+		if _, err := e.Archive.Summarize(context.Background(), q); !errors.Is(err, archive.ErrInvalidQuery) {
+			t.Errorf("Summarize with %d UIDs left out: %v, want ErrInvalidQuery", len(q.Except), err)
+		}
+	})
+	// Last: it appends. A state appended again counts once.
+	t.Run("appended again", func(t *testing.T) {
+		appendSync(t, e.Archive,
+			sev("a", "ns1", 5, -10*time.Minute, "Warning", "BackOff", "web-0", 7, -50*time.Minute),
+			sev("b", "ns1", 2, -30*time.Minute, "Warning", "BackOff", "web-1", 0, -30*time.Minute))
+		q := archive.SummaryQuery{Namespace: "ns1", Fields: terms("type=Warning"), Since: since, Until: until}
+		got, err := e.Archive.Summarize(context.Background(), q)
+		if err != nil {
+			t.Fatalf("Summarize: %v", err)
+		}
+		want := []archive.SummaryRow{row("ns1", "Warning", "BackOff", 3, 9, 2, -50*time.Minute, -10*time.Minute)}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("rows (-want +got):\n%s", diff)
+		}
+	})
 }

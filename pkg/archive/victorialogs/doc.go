@@ -28,12 +28,16 @@ limitations under the License.
 // name, rv (the resourceVersion, a number), _msg (the protobuf object in
 // hexadecimal: one token for the bloom filters, byte-aligned for zstd) and
 // f.<field> for each selectable field (metadata.name and
-// metadata.namespace are name and ns). A page is read in three steps:
+// metadata.namespace are name and ns), and for the summaries occ (the
+// occurrences, above 1 only) and first (the first observation in Unix
+// nanoseconds, when it is not _time). A page is read in three steps:
 // the order keys (_time, uid, rv, ns) of the rows matching the query,
 // newest first, in time slices growing from an hour; one query for the
 // greatest rv of each UID read, among all its rows in the window, so that
 // a UID's older states and states that no longer match are dropped; and
-// the whole rows of the page.
+// the whole rows of the page. A summary is one query: the rows that are
+// their UID's newest state (by uid and rv, from a subquery) and match,
+// counted by stats (summary.go).
 //
 // # What embedding the library does to the process
 //

@@ -193,6 +193,11 @@ func (e *Embedded) Query(ctx context.Context, q archive.Query) (archive.Page, er
 	return queryPage(ctx, e, q, e.cfg.Retention, time.Now())
 }
 
+// Summarize answers q; see archive.Archive.
+func (e *Embedded) Summarize(ctx context.Context, q archive.SummaryQuery) ([]archive.SummaryRow, error) {
+	return summarize(ctx, e, q, e.cfg.Retention, time.Now())
+}
+
 func (e *Embedded) run(ctx context.Context, query string, fn func(row map[string]string) error) (err error) {
 	q, err := logstorage.ParseQueryAtTimestamp(query, time.Now().UnixNano())
 	if err != nil {

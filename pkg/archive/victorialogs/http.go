@@ -328,6 +328,11 @@ func (h *HTTP) Query(ctx context.Context, q archive.Query) (archive.Page, error)
 	return queryPage(ctx, h, q, h.cfg.Retention, time.Now())
 }
 
+// Summarize answers q; see archive.Archive.
+func (h *HTTP) Summarize(ctx context.Context, q archive.SummaryQuery) ([]archive.SummaryRow, error) {
+	return summarize(ctx, h, q, h.cfg.Retention, time.Now())
+}
+
 func (h *HTTP) run(ctx context.Context, query string, fn func(row map[string]string) error) error {
 	form := url.Values{
 		"query": {query},

@@ -45,6 +45,12 @@ const (
 	colUID  = "uid"
 	colName = "name"
 	colRV   = "rv"
+	// colOccurrences is Record.Occurrences, kept only above 1, and
+	// colFirst Record.FirstObserved in Unix nanoseconds, kept only when it
+	// is not Time: most events are single occurrences, and a column left
+	// out costs no bytes.
+	colOccurrences = "occ"
+	colFirst       = "first"
 	// fieldPrefix prefixes the column of each of Record.Fields.
 	fieldPrefix = "f."
 )
@@ -85,6 +91,12 @@ func encodeRecord(dst []field, r *archive.Record) ([]field, error) {
 		field{colRV, r.ResourceVersion},
 		field{colObject, hex.EncodeToString(r.Object)},
 	)
+	if r.Occurrences > 1 {
+		dst = append(dst, field{colOccurrences, strconv.FormatInt(int64(r.Occurrences), 10)})
+	}
+	if !r.FirstObserved.IsZero() && !r.FirstObserved.Equal(r.Time) {
+		dst = append(dst, field{colFirst, strconv.FormatInt(r.FirstObserved.UnixNano(), 10)})
+	}
 	for name, value := range r.Fields {
 		if value == "" || name == fieldName || name == fieldNamespace {
 			continue
@@ -114,6 +126,20 @@ func decodeRecord(row map[string]string) (archive.Record, error) {
 	}
 	if len(r.Object) == 0 {
 		r.Object = nil
+	}
+	if v := row[colOccurrences]; v != "" {
+		n, err := strconv.ParseInt(v, 10, 32)
+		if err != nil {
+			return r, fmt.Errorf("row of %s: occurrences %q: %w", r.UID, v, err)
+		}
+		r.Occurrences = int32(n)
+	}
+	if v := row[colFirst]; v != "" {
+		ns, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return r, fmt.Errorf("row of %s: first observation %q: %w", r.UID, v, err)
+		}
+		r.FirstObserved = time.Unix(0, ns).UTC()
 	}
 	for name, value := range row {
 		if f, ok := strings.CutPrefix(name, fieldPrefix); ok && value != "" {

@@ -23,7 +23,8 @@ import (
 	"github.com/VictoriaMetrics/VictoriaLogs/lib/logstorage"
 )
 
-// QueryPhase is the step of a page (queryPage) a LogsQL query serves.
+// QueryPhase is the step of a page (queryPage), or the summary, a LogsQL
+// query serves.
 type QueryPhase string
 
 // The phases of a page, in the order it runs them.
@@ -35,6 +36,8 @@ const (
 	PhaseCheck QueryPhase = "check"
 	// PhaseFetch reads the whole rows of the page's records.
 	PhaseFetch QueryPhase = "fetch"
+	// PhaseSummary counts a summary (Summarize), in one query.
+	PhaseSummary QueryPhase = "summary"
 )
 
 // QueryTrace receives, for each LogsQL query an Embedded archive runs, its

@@ -138,10 +138,39 @@ func (r *REST) List(ctx context.Context, options *metainternalversion.ListOption
 	return list, nil
 }
 
-// count pages through the events the selectors pick and counts them into
-// s. It returns the resource version of the last page.
+// HistorySummarizer is an events storage that counts a summary of a
+// history list with its archive's help (history.REST): the live events it
+// answers with are counted here, the archive counts the others.
+type HistorySummarizer interface {
+	Summarize(ctx context.Context, options *metainternalversion.ListOptions) (history.Summary, bool, error)
+}
+
+// count counts the events the selectors pick into s: with the archive's
+// help when the events storage can (HistorySummarizer), else page by page.
+// It returns the resource version of the live store's read.
 func (r *REST) count(ctx context.Context, s *Summarizer, labelSelector labels.Selector, fieldSelector fields.Selector) (string, error) {
 	options := &metainternalversion.ListOptions{LabelSelector: labelSelector, FieldSelector: fieldSelector, Limit: EventsPageSize}
+	if h, ok := r.events.(HistorySummarizer); ok {
+		summary, ok, err := h.Summarize(ctx, options)
+		if err != nil {
+			return "", err
+		}
+		if ok {
+			for i := range summary.Live {
+				s.Add(&summary.Live[i])
+			}
+			for i := range summary.Archived {
+				s.AddArchived(&summary.Archived[i])
+			}
+			return summary.ResourceVersion, nil
+		}
+	}
+	return r.countPages(ctx, s, options)
+}
+
+// countPages pages through the events options pick and counts them into
+// s. It returns the resource version of the last page.
+func (r *REST) countPages(ctx context.Context, s *Summarizer, options *metainternalversion.ListOptions) (string, error) {
 	for {
 		obj, err := r.events.List(ctx, options)
 		if err != nil {

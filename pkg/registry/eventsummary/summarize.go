@@ -22,11 +22,13 @@ import (
 	"encoding/hex"
 	"slices"
 	"strings"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kube-events/events-apiserver/pkg/apis/core"
 	"github.com/kube-events/events-apiserver/pkg/apis/summaries"
+	"github.com/kube-events/events-apiserver/pkg/archive"
 )
 
 // key is what the events of one summary share.
@@ -55,6 +57,22 @@ type object struct {
 type tally struct {
 	summary summaries.EventSummary
 	objects map[object]struct{}
+	// archived counts the distinct objects of the archive's rows (see
+	// AddArchived), known those of them that Add may count too.
+	archived int64
+	known    map[object]struct{}
+}
+
+// distinctObjects counts the objects of t: those Add counted, and the
+// archive's that are not among them.
+func (t *tally) distinctObjects() int64 {
+	n := int64(len(t.objects)) + t.archived
+	for o := range t.known {
+		if _, ok := t.objects[o]; ok {
+			n--
+		}
+	}
+	return n
 }
 
 // Summarizer counts events into summaries, one event at a time: it holds
@@ -68,23 +86,48 @@ func NewSummarizer() *Summarizer {
 	return &Summarizer{tallies: map[key]*tally{}}
 }
 
-// Add counts an event.
-func (s *Summarizer) Add(e *core.Event) {
-	k := keyOf(e)
+// tally returns the tally of k, new if k has none.
+func (s *Summarizer) tally(k key) *tally {
 	t, ok := s.tallies[k]
 	if !ok {
-		t = &tally{summary: newSummary(k), objects: map[object]struct{}{}}
+		t = &tally{summary: newSummary(k), objects: map[object]struct{}{}, known: map[object]struct{}{}}
 		s.tallies[k] = t
 	}
+	return t
+}
+
+// Add counts an event.
+func (s *Summarizer) Add(e *core.Event) {
+	t := s.tally(keyOf(e))
 	t.objects[object{namespace: e.InvolvedObject.Namespace, name: e.InvolvedObject.Name}] = struct{}{}
+	t.observe(int64(core.Occurrences(e)), 1, core.FirstObserved(e), core.LastObserved(e))
+}
+
+// AddArchived counts a row the archive counted (archive.Archive.Summarize,
+// by the rule of Add: the archive keeps core.Occurrences and
+// core.FirstObserved of each state); its Known objects are those of the
+// events Add counts or counted that it regards too.
+func (s *Summarizer) AddArchived(row *archive.SummaryRow) {
+	t := s.tally(key{
+		namespace: row.Namespace, eventType: row.Type, reason: row.Reason,
+		regardingKind: row.RegardingKind, reportingController: row.ReportingController,
+	})
+	t.archived += row.Objects
+	for _, o := range row.Known {
+		t.known[object{namespace: o.Namespace, name: o.Name}] = struct{}{}
+	}
+	t.observe(row.Occurrences, row.Events, row.FirstObserved, row.LastObserved)
+}
+
+// observe adds occurrences of events first and last observed as given.
+func (t *tally) observe(occurrences, events int64, first, last time.Time) {
 	sum := &t.summary
-	sum.Occurrences += int64(core.Occurrences(e))
-	sum.Events++
-	sum.Objects = int64(len(t.objects))
-	if first := core.FirstObserved(e); sum.FirstObserved.IsZero() || first.Before(sum.FirstObserved.Time) {
+	sum.Occurrences += occurrences
+	sum.Events += events
+	if sum.FirstObserved.IsZero() || first.Before(sum.FirstObserved.Time) {
 		sum.FirstObserved = metav1.NewMicroTime(first)
 	}
-	if last := core.LastObserved(e); last.After(sum.LastObserved.Time) {
+	if last.After(sum.LastObserved.Time) {
 		sum.LastObserved = metav1.NewMicroTime(last)
 	}
 }
@@ -94,6 +137,7 @@ func (s *Summarizer) Add(e *core.Event) {
 func (s *Summarizer) Summaries() []summaries.EventSummary {
 	out := make([]summaries.EventSummary, 0, len(s.tallies))
 	for _, t := range s.tallies {
+		t.summary.Objects = t.distinctObjects()
 		out = append(out, t.summary)
 	}
 	slices.SortFunc(out, func(a, b summaries.EventSummary) int {

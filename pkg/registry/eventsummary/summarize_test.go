@@ -33,6 +33,7 @@ import (
 
 	"github.com/kube-events/events-apiserver/pkg/apis/core"
 	"github.com/kube-events/events-apiserver/pkg/apis/summaries"
+	"github.com/kube-events/events-apiserver/pkg/archive"
 )
 
 var base = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
@@ -122,6 +123,74 @@ func TestSummarizer(t *testing.T) {
 			}
 			if diff := cmp.Diff(tt.want, s.Summaries()); diff != "" {
 				t.Errorf("Summaries (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestSummarizerArchived checks how the archive's rows merge with the live
+// events: occurrences and events add up, first and last observations are
+// the earliest and latest of both, and an object the live events and the
+// archived ones both regard (a Known object of the row) counts once.
+func TestSummarizerArchived(t *testing.T) {
+	live := backOff("web-0.live", "web-0", 100)
+	live.Count = 2
+	liveOther := backOff("web-5.live", "web-5", 110)
+	liveOther.Reason = "Other"
+	row := func(objects int64, known ...string) archive.SummaryRow {
+		r := archive.SummaryRow{
+			Namespace: "shop", Type: "Warning", Reason: "BackOff", RegardingKind: "Pod", ReportingController: "kubelet",
+			Events: 3, Occurrences: 7, Objects: objects, FirstObserved: at(1), LastObserved: at(50),
+		}
+		for _, pod := range known {
+			r.Known = append(r.Known, archive.Object{Namespace: "shop", Name: pod})
+		}
+		return r
+	}
+	tests := []struct {
+		name        string
+		events      []core.Event
+		rows        []archive.SummaryRow
+		wantObjects int64
+		wantFirst   time.Time
+		wantLast    time.Time
+		wantOcc     int64
+		wantEvents  int64
+	}{
+		{name: "archive alone", rows: []archive.SummaryRow{row(2)}, wantObjects: 2, wantFirst: at(1), wantLast: at(50), wantOcc: 7, wantEvents: 3},
+		{name: "distinct objects add up", events: []core.Event{live}, rows: []archive.SummaryRow{row(2)},
+			wantObjects: 3, wantFirst: at(1), wantLast: at(100), wantOcc: 9, wantEvents: 4},
+		{name: "an object both regard counts once", events: []core.Event{live}, rows: []archive.SummaryRow{row(2, "web-0")},
+			wantObjects: 2, wantFirst: at(1), wantLast: at(100), wantOcc: 9, wantEvents: 4},
+		{name: "an object live in another summary counts here", events: []core.Event{live, liveOther}, rows: []archive.SummaryRow{row(2, "web-5")},
+			wantObjects: 3, wantFirst: at(1), wantLast: at(100), wantOcc: 9, wantEvents: 4},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := NewSummarizer()
+			for i := range tt.rows {
+				s.AddArchived(&tt.rows[i])
+			}
+			for i := range tt.events {
+				s.Add(&tt.events[i])
+			}
+			var got *summaries.EventSummary
+			all := s.Summaries()
+			for i := range all {
+				if all[i].Reason == "BackOff" {
+					got = &all[i]
+				}
+			}
+			if got == nil {
+				t.Fatalf("no BackOff summary in %+v", all)
+			}
+			type counts struct {
+				Objects, Occurrences, Events int64
+				First, Last                  time.Time
+			}
+			want := counts{tt.wantObjects, tt.wantOcc, tt.wantEvents, tt.wantFirst, tt.wantLast}
+			if diff := cmp.Diff(want, counts{got.Objects, got.Occurrences, got.Events, got.FirstObserved.Time, got.LastObserved.Time}); diff != "" {
+				t.Errorf("summary (-want +got):\n%s", diff)
 			}
 		})
 	}

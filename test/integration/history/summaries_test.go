@@ -143,6 +143,33 @@ func TestEventSummaries(t *testing.T) {
 			t.Errorf("a cluster-wide unselective week: %v, want the history's 400", err)
 		}
 	})
+
+	// The same events again, new ones of the same objects: live now, and
+	// archived as they are written. A summary counts them from the live
+	// store, the expired ones from the archive, each event once and each
+	// object once, as the history list returns them.
+	t.Run("live and archived with history.since", func(t *testing.T) {
+		createSummaryFixtures(ctx, t, c, namespace)
+		time.Sleep(2 * time.Second) // the archiver appends the new events meanwhile
+		for _, selector := range selectors {
+			selector := withHistory(selector, "1h")
+			got := listSummaries(ctx, t, ours, namespace, selector, 0)
+			if diff := gocmp.Diff(countEvents(ctx, t, c, namespace, selector), countSummaries(got)); diff != "" {
+				t.Errorf("summaries of %q differ from the events listed with it (-events +summaries):\n%s", selector, diff)
+			}
+		}
+		list, err := c.CoreV1().Events(namespace).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(list.Items) != len(summaryFixtures) {
+			t.Errorf("%d events live after the comparison, want %d: the check did not cover live events", len(list.Items), len(summaryFixtures))
+		}
+		warnings := countSummaries(listSummaries(ctx, t, ours, namespace, "type=Warning,history.since=1h", 0))
+		if got, want := warnings[summaryKey{"Warning", "BackOff", "Pod", "kubelet"}], (summaryCounts{Occurrences: 18, Events: 6, Objects: 2}); got != want {
+			t.Errorf("BackOff counts %+v, want %+v: each event once, each object once", got, want)
+		}
+	})
 }
 
 // summaryFixture is an event of TestEventSummaries.
