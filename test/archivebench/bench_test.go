@@ -67,7 +67,7 @@ func (b bounds) p99For(name string) time.Duration {
 // (a query that reads every block of the month) rather than one that
 // moves the numbers.
 //
-// Issue 35's queries are held to theirs: a namespace's summary and its
+// The tree and summary queries are held to theirs: a namespace's summary and its
 // Warning events over the span answer within a second, a Deployment's
 // tree (regarding.ancestor) within 200 ms.
 var (
