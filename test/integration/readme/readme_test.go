@@ -26,7 +26,6 @@ limitations under the License.
 package readme
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -45,180 +44,20 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/kube-events/events-apiserver/test/integration/framework"
+	"github.com/kube-events/events-apiserver/test/markdown"
 )
 
 // walkthroughHeading opens the README section whose ```sh blocks are
 // replayed; the section ends at the next heading of its level.
 const walkthroughHeading = "## Walk-through with kubectl"
 
-// commandTimeout bounds one command; a watch is stopped once it printed
-// what it watches for.
-const commandTimeout = 30 * time.Second
-
-// heredoc matches the start of a here-document and captures its delimiter.
-var heredoc = regexp.MustCompile(`<<-?\s*['"]?([A-Za-z_][A-Za-z0-9_]*)['"]?`)
-
 // assignment matches a line that only sets a shell variable, exported or
 // not; it is kept for the commands after it.
 var assignment = regexp.MustCompile(`^(export\s+)?[A-Za-z_][A-Za-z0-9_]*=`)
 
-// commands splits the ```sh blocks of the section under heading into shell
-// commands: a line, with the lines a trailing backslash continues and the
-// body of a here-document. Blank lines and comment lines are skipped.
-func commands(markdown, heading string) ([]string, error) {
-	var (
-		cmds      []string
-		inSection bool
-		inBlock   bool
-		current   []string
-		delimiter string
-		found     bool
-	)
-	level := strings.SplitN(heading, " ", 2)[0] + " "
-	scanner := bufio.NewScanner(strings.NewReader(markdown))
-	for scanner.Scan() {
-		line := scanner.Text()
-		switch {
-		case !inBlock && line == heading:
-			inSection, found = true, true
-			continue
-		case !inBlock && inSection && strings.HasPrefix(line, level):
-			inSection = false
-			continue
-		case !inSection:
-			continue
-		case !inBlock && strings.HasPrefix(line, "```"):
-			inBlock = strings.TrimSpace(strings.TrimPrefix(line, "```")) == "sh"
-			if !inBlock {
-				// Another language's block (console output, yaml): skip to its end.
-				for scanner.Scan() && !strings.HasPrefix(scanner.Text(), "```") {
-				}
-			}
-			continue
-		case !inBlock:
-			continue
-		}
-
-		if delimiter != "" {
-			current = append(current, line)
-			if line == delimiter {
-				cmds, current, delimiter = append(cmds, strings.Join(current, "\n")), nil, ""
-			}
-			continue
-		}
-		if strings.HasPrefix(line, "```") {
-			if len(current) > 0 {
-				return nil, fmt.Errorf("the block ends inside the command %q", strings.Join(current, "\n"))
-			}
-			inBlock = false
-			continue
-		}
-		trimmed := strings.TrimSpace(line)
-		if len(current) == 0 && (trimmed == "" || strings.HasPrefix(trimmed, "#")) {
-			continue
-		}
-		current = append(current, line)
-		if m := heredoc.FindStringSubmatch(line); m != nil {
-			delimiter = m[1]
-			continue
-		}
-		if strings.HasSuffix(trimmed, `\`) {
-			continue
-		}
-		cmds, current = append(cmds, strings.Join(current, "\n")), nil
-	}
-	if err := scanner.Err(); err != nil {
-		return nil, err
-	}
-	if !found {
-		return nil, fmt.Errorf("no heading %q", heading)
-	}
-	if delimiter != "" || len(current) > 0 || inBlock {
-		return nil, fmt.Errorf("the section ends inside a command or block: %q", strings.Join(current, "\n"))
-	}
-	return cmds, nil
-}
-
-func TestCommands(t *testing.T) {
-	const heading = "## Try it"
-	for _, tc := range []struct {
-		name     string
-		markdown string
-		want     []string
-		wantErr  bool
-	}{{
-		name: "lines, comments, continuations and here-documents",
-		markdown: "# x\n\n## Before\n```sh\nkubectl before\n```\n" + heading + "\ntext\n```sh\n" +
-			"export KUBECONFIG=$PWD/kubeconfig\n\n# a comment\nkubectl get events   # trailing comment\n" +
-			"kubectl get \\\n  events -o wide\n" +
-			"kubectl create -f - <<'EOF'\nkind: Event\n# not a comment here\nEOF\n```\n" +
-			"```console\n$ kubectl not-replayed\n```\n### Sub\n```sh\nNOW=$(date)\n```\n" +
-			"## After\n```sh\nkubectl after\n```\n",
-		want: []string{
-			"export KUBECONFIG=$PWD/kubeconfig",
-			"kubectl get events   # trailing comment",
-			"kubectl get \\\n  events -o wide",
-			"kubectl create -f - <<'EOF'\nkind: Event\n# not a comment here\nEOF",
-			"NOW=$(date)",
-		},
-	}, {
-		name:     "no such heading",
-		markdown: "## Other\n```sh\nkubectl get events\n```\n",
-		wantErr:  true,
-	}, {
-		name:     "unterminated here-document",
-		markdown: heading + "\n```sh\nkubectl create -f - <<EOF\nkind: Event\n```\n",
-		wantErr:  true,
-	}} {
-		t.Run(tc.name, func(t *testing.T) {
-			got, err := commands(tc.markdown, heading)
-			if (err != nil) != tc.wantErr {
-				t.Fatalf("commands: error %v, want an error: %v", err, tc.wantErr)
-			}
-			if diff := cmp.Diff(tc.want, got); diff != "" {
-				t.Errorf("commands (-want +got):\n%s", diff)
-			}
-		})
-	}
-}
-
-func TestConsoleTranscript(t *testing.T) {
-	const heading = "## Refusals"
-	for _, tc := range []struct {
-		name     string
-		markdown string
-		want     []step
-		wantErr  bool
-	}{{
-		name: "commands and their output, console blocks only",
-		markdown: "## Before\n```console\n$ kubectl before\n```\n" + heading + "\n```console\n" +
-			"$ kubectl patch a\nThe Event \"a\" is invalid:\n  more\n\n$ kubectl patch b\n$ kubectl get c\nc\n```\n" +
-			"```yaml\n$ not: a command\n```\n## After\n```console\n$ kubectl after\n```\n",
-		want: []step{
-			{command: "kubectl patch a", output: "The Event \"a\" is invalid:\n  more"},
-			{command: "kubectl patch b"},
-			{command: "kubectl get c", output: "c"},
-		},
-	}, {
-		name:     "output without a command",
-		markdown: heading + "\n```console\noutput\n```\n",
-		wantErr:  true,
-	}, {
-		name:     "no such heading",
-		markdown: "## Other\n",
-		wantErr:  true,
-	}} {
-		t.Run(tc.name, func(t *testing.T) {
-			got, err := consoleTranscript(tc.markdown, heading)
-			if (err != nil) != tc.wantErr {
-				t.Fatalf("consoleTranscript: error %v, want an error: %v", err, tc.wantErr)
-			}
-			if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(step{})); diff != "" {
-				t.Errorf("consoleTranscript (-want +got):\n%s", diff)
-			}
-		})
-	}
-}
+// commandTimeout bounds one command; a watch is stopped once it printed
+// what it watches for.
+const commandTimeout = 30 * time.Second
 
 // TestWalkthrough runs the README's walk-through as a user of `make run`
 // would: in a directory holding the server's data at .cache/run, with the
@@ -234,7 +73,7 @@ func TestWalkthrough(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmds, err := commands(string(readme), walkthroughHeading)
+	cmds, err := markdown.Commands(string(readme), walkthroughHeading)
 	if err != nil {
 		t.Fatalf("README.md: %v", err)
 	}
@@ -275,7 +114,7 @@ func TestWalkthrough(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	transcript, err := consoleTranscript(string(series), seriesRefusalsHeading)
+	transcript, err := markdown.Transcript(string(series), seriesRefusalsHeading)
 	if err != nil {
 		t.Fatalf("docs/series.md: %v", err)
 	}
@@ -283,10 +122,10 @@ func TestWalkthrough(t *testing.T) {
 		t.Fatalf("docs/series.md: no command under %q", seriesRefusalsHeading)
 	}
 	for _, step := range transcript {
-		script := strings.Join(append(append([]string{"set -o nounset -o pipefail"}, variables...), step.command), "\n")
+		script := strings.Join(append(append([]string{"set -o nounset -o pipefail"}, variables...), step.Command), "\n")
 		stdout, stderr, _ := run(context.Background(), checkout, env, script)
-		if diff := cmp.Diff(step.output, strings.TrimRight(stdout+stderr, "\n")); diff != "" {
-			t.Errorf("docs/series.md: $ %s\nprinted other than the page says (-page +printed):\n%s", step.command, diff)
+		if diff := cmp.Diff(step.Output, strings.TrimRight(stdout+stderr, "\n")); diff != "" {
+			t.Errorf("docs/series.md: $ %s\nprinted other than the page says (-page +printed):\n%s", step.Command, diff)
 		}
 	}
 }
@@ -294,42 +133,6 @@ func TestWalkthrough(t *testing.T) {
 // seriesRefusalsHeading opens the section of docs/series.md whose console
 // transcript runs against the walk-through's series.
 const seriesRefusalsHeading = "## Refusals: 422 Invalid"
-
-// step is one command of a console transcript and what it printed.
-type step struct {
-	command, output string
-}
-
-// consoleTranscript reads the ```console blocks of the section under
-// heading: each line starting with "$ " is a command, and the lines up to
-// the next blank line or command are its output.
-func consoleTranscript(markdown, heading string) ([]step, error) {
-	_, section, found := strings.Cut(markdown, "\n"+heading+"\n")
-	if !found {
-		return nil, fmt.Errorf("no heading %q", heading)
-	}
-	level := strings.SplitN(heading, " ", 2)[0] + " "
-	if i := strings.Index(section, "\n"+level); i >= 0 {
-		section = section[:i]
-	}
-	var steps []step
-	inBlock := false
-	for _, line := range strings.Split(section, "\n") {
-		switch {
-		case strings.HasPrefix(line, "```"):
-			inBlock = !inBlock && strings.TrimPrefix(line, "```") == "console"
-		case !inBlock || line == "":
-		case strings.HasPrefix(line, "$ "):
-			steps = append(steps, step{command: strings.TrimPrefix(line, "$ ")})
-		case len(steps) == 0:
-			return nil, fmt.Errorf("output before any command: %q", line)
-		default:
-			last := &steps[len(steps)-1]
-			last.output = strings.TrimPrefix(last.output+"\n"+line, "\n")
-		}
-	}
-	return steps, nil
-}
 
 // run runs script in bash in dir, bounded by commandTimeout.
 func run(ctx context.Context, dir string, env []string, script string) (stdout, stderr string, err error) {
