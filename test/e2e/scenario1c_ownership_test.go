@@ -37,6 +37,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/kube-events/events-apiserver/pkg/ancestry"
+	"github.com/kube-events/events-apiserver/test/markdown"
 )
 
 // treeNamespace holds the Deployment whose ownership tree is queried.
@@ -326,6 +327,63 @@ func TestOwnershipTree(t *testing.T) {
 	if !strings.HasPrefix(table, "TYPE ") || !strings.Contains(table, "BackOff") {
 		t.Errorf("kubectl get eventsummaries: want a table with the pods' BackOff, got:\n%s", table)
 	}
+
+	replayQuestions(t, ctx, strings.NewReplacer(
+		"-n shop", "-n "+treeNamespace,
+		"Deployment/web", "Deployment/tree",
+		"deployment/web", "deployment/tree",
+		"web-6947cd568-ffpkp", first[0],
+	))
+}
+
+// replayQuestions runs every command of docs/questions.md, about the tree
+// (names replaced), as a reader would: each must succeed, print nothing on
+// stderr and print what the page shows: the same table header, or a
+// drawing of the same object, and at least one row.
+func replayQuestions(t *testing.T, ctx context.Context, names *strings.Replacer) {
+	t.Helper()
+	page, err := os.ReadFile(filepath.Join(suite.root, "docs", "questions.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	steps, err := markdown.Transcript(string(page), "# Questions and answers")
+	if err != nil {
+		t.Fatalf("docs/questions.md: %v", err)
+	}
+	if len(steps) == 0 {
+		t.Fatal("docs/questions.md: no command")
+	}
+	plugins := pluginDir(t, ctx)
+	c := suite.cluster
+	for _, step := range steps {
+		command := names.Replace(step.Command)
+		cmd := exec.CommandContext(ctx, "bash", "-c", command)
+		cmd.Env = append(os.Environ(), "KUBECONFIG="+c.Kubeconfig,
+			"PATH="+plugins+string(os.PathListSeparator)+c.Assets+string(os.PathListSeparator)+os.Getenv("PATH"))
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		if err := cmd.Run(); err != nil || stderr.Len() > 0 {
+			t.Errorf("docs/questions.md: $ %s\nfailed: %v\n%s%s", command, err, stdout.String(), stderr.String())
+			continue
+		}
+		logf(t, "docs/questions.md: $ %s\n%s", command, stdout.String())
+		got := strings.Split(strings.TrimRight(stdout.String(), "\n"), "\n")
+		want := strings.Split(names.Replace(step.Output), "\n")
+		if len(got) < 2 || firstWords(got[0]) != firstWords(want[0]) {
+			t.Errorf("docs/questions.md: $ %s\nprinted %q first and %d lines, the page shows %q first",
+				command, got[0], len(got), want[0])
+		}
+	}
+}
+
+// firstWords is what a printout's first line must keep from the page's: a
+// table's header, or the object a drawing is of.
+func firstWords(line string) string {
+	words := strings.Fields(line)
+	if len(words) > 0 && strings.ToUpper(words[0]) != words[0] {
+		return words[0]
+	}
+	return strings.Join(words, " ")
 }
 
 // update rewrites the golden files.
@@ -335,12 +393,7 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata")
 // kubectl runs plugins: found on PATH as kubectl-eventtree.
 func eventtree(t *testing.T, ctx context.Context, args ...string) string {
 	t.Helper()
-	dir := t.TempDir()
-	build := exec.CommandContext(ctx, "go", "build", "-o", filepath.Join(dir, "kubectl-eventtree"), "./cmd/kubectl-eventtree")
-	build.Dir = suite.root
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building kubectl-eventtree: %v\n%s", err, out)
-	}
+	dir := pluginDir(t, ctx)
 	c := suite.cluster
 	cmd := exec.CommandContext(ctx, filepath.Join(c.Assets, "kubectl"), append([]string{"eventtree"}, args...)...)
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+c.Kubeconfig, "PATH="+dir+string(os.PathListSeparator)+os.Getenv("PATH"))
@@ -351,6 +404,26 @@ func eventtree(t *testing.T, ctx context.Context, args ...string) string {
 	}
 	return stdout.String()
 }
+
+// pluginDir is a directory holding kubectl-eventtree, built from this
+// tree once per test.
+func pluginDir(t *testing.T, ctx context.Context) string {
+	t.Helper()
+	if dir, ok := builtPlugins[t.Name()]; ok {
+		return dir
+	}
+	dir := t.TempDir()
+	build := exec.CommandContext(ctx, "go", "build", "-o", filepath.Join(dir, "kubectl-eventtree"), "./cmd/kubectl-eventtree")
+	build.Dir = suite.root
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building kubectl-eventtree: %v\n%s", err, out)
+	}
+	builtPlugins[t.Name()] = dir
+	return dir
+}
+
+// builtPlugins are the directories pluginDir built, by test.
+var builtPlugins = map[string]string{}
 
 // sortedByCreation orders ReplicaSets by creation: the first revision's first.
 func sortedByCreation(t *testing.T, ctx context.Context, names sets.Set[string]) []string {
