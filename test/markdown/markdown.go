@@ -115,7 +115,7 @@ type Step struct {
 // heading: each line starting with "$ " is a command, and the lines up to
 // the next blank line or command are its output.
 func Transcript(markdown, heading string) ([]Step, error) {
-	_, section, found := strings.Cut(markdown, "\n"+heading+"\n")
+	_, section, found := strings.Cut("\n"+markdown, "\n"+heading+"\n")
 	if !found {
 		return nil, fmt.Errorf("no heading %q", heading)
 	}

@@ -83,6 +83,10 @@ func TestConsoleTranscript(t *testing.T) {
 			{Command: "kubectl get c", Output: "c"},
 		},
 	}, {
+		name:     "the heading on the first line",
+		markdown: heading + "\n```console\n$ kubectl get d\nd\n```\n",
+		want:     []Step{{Command: "kubectl get d", Output: "d"}},
+	}, {
 		name:     "output without a command",
 		markdown: heading + "\n```console\noutput\n```\n",
 		wantErr:  true,
