@@ -285,7 +285,7 @@ func TestOwnershipTree(t *testing.T) {
 	// nothing, the tree stops crashing, and the two settle on one number.
 	mustKubectl(t, ctx, "-n", treeNamespace, "scale", "deployment/tree", "--replicas=0")
 	const treeSelector = "regarding.ancestor=Deployment/tree,history.since=1h"
-	var listed, summarised int
+	var listed, summarized int
 	err = wait.PollUntilContextTimeout(ctx, 2*time.Second, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
 		out, err := kubectl(ctx, "", "get", "events.events.k8s.io", "-n", treeNamespace, "--field-selector", treeSelector, "-o", "json")
 		if err != nil {
@@ -312,15 +312,15 @@ func TestOwnershipTree(t *testing.T) {
 		if err := json.Unmarshal([]byte(out), &summaries); err != nil {
 			return false, err
 		}
-		summarised = 0
+		summarized = 0
 		for _, s := range summaries.Items {
-			summarised += s.Occurrences
+			summarized += s.Occurrences
 		}
-		return listed == summarised, nil
+		return listed == summarized, nil
 	})
-	logf(t, "occurrences of the tree: %d in its events, %d in its summaries", listed, summarised)
+	logf(t, "occurrences of the tree: %d in its events, %d in its summaries", listed, summarized)
 	if err != nil {
-		t.Errorf("the tree's summaries count %d occurrences, its events %d", summarised, listed)
+		t.Errorf("the tree's summaries count %d occurrences, its events %d", summarized, listed)
 	}
 	table := mustKubectl(t, ctx, "get", "eventsummaries", "-n", treeNamespace, "--field-selector", treeSelector)
 	logf(t, "kubectl get eventsummaries -n %s --field-selector %s:\n%s", treeNamespace, treeSelector, table)
