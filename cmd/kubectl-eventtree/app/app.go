@@ -28,7 +28,6 @@ import (
 	"io"
 	"os"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -51,6 +50,7 @@ import (
 	"k8s.io/client-go/tools/pager"
 	"k8s.io/component-base/version"
 
+	"github.com/kube-events/events-apiserver/pkg/duration"
 	"github.com/kube-events/events-apiserver/pkg/eventtree"
 )
 
@@ -313,31 +313,11 @@ func ParseSince(value string, now time.Time) (time.Time, error) {
 		}
 		return t, nil
 	}
-	d, err := parseDuration(value)
+	d, err := duration.Parse(value)
 	if err != nil || d <= 0 {
 		return time.Time{}, fmt.Errorf("--since %q: want a positive duration (90m, 24h, 7d, 1d12h) or an RFC 3339 time", value)
 	}
 	return now.Add(-d), nil
-}
-
-func parseDuration(s string) (time.Duration, error) {
-	days, rest, found := strings.Cut(s, "d")
-	if !found {
-		return time.ParseDuration(s)
-	}
-	n, err := strconv.ParseUint(days, 10, 16)
-	if err != nil {
-		return 0, err
-	}
-	d := time.Duration(n) * 24 * time.Hour
-	if rest != "" {
-		more, err := time.ParseDuration(rest)
-		if err != nil {
-			return 0, err
-		}
-		d += more
-	}
-	return d, nil
 }
 
 // TreeSelector selects the events of root's tree observed since start

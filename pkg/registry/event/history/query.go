@@ -20,7 +20,6 @@ import (
 	"fmt"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -29,6 +28,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	eventconversion "github.com/kube-events/events-apiserver/pkg/conversion"
+	"github.com/kube-events/events-apiserver/pkg/duration"
 )
 
 // MaxUnselectiveWindow is the longest window a cluster-wide history query
@@ -158,32 +158,11 @@ func parseWhen(label, value string, now time.Time) (time.Time, error) {
 	if t, err := time.Parse(time.RFC3339Nano, value); err == nil {
 		return t, nil
 	}
-	d, err := parseDuration(value)
+	d, err := duration.Parse(value)
 	if err != nil || d <= 0 {
 		return time.Time{}, field.Invalid(path, value, "must be a positive duration back from now (90m, 24h, 7d) or an RFC 3339 time (2006-01-02T15:04:05Z)")
 	}
 	return now.Add(-d), nil
-}
-
-// parseDuration is time.ParseDuration with days: "7d", "1d12h".
-func parseDuration(s string) (time.Duration, error) {
-	days, rest, found := strings.Cut(s, "d")
-	if !found {
-		return time.ParseDuration(s)
-	}
-	n, err := strconv.ParseUint(days, 10, 16)
-	if err != nil {
-		return 0, err
-	}
-	d := time.Duration(n) * 24 * time.Hour
-	if rest != "" {
-		more, err := time.ParseDuration(rest)
-		if err != nil {
-			return 0, err
-		}
-		d += more
-	}
-	return d, nil
 }
 
 // selectorOf is the field selector of requirements, Everything when there
