@@ -14,7 +14,6 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-
 // Package duration reads the durations of the history terms
 // (history.since=7d) and of the tools that send them: Go durations with a
 // leading count of days.
