@@ -99,6 +99,9 @@ var trees = []object{
 	{"Pod", "lone", ""},
 }
 
+// apiVersions are the apiVersions of the trees' kinds.
+var apiVersions = map[string]string{"Deployment": "apps/v1", "ReplicaSet": "apps/v1", "CronJob": "batch/v1", "Job": "batch/v1", "Pod": "v1"}
+
 // createTrees creates the objects of trees, each with a controller
 // reference to its owner, and returns their UIDs by name.
 func createTrees(ctx context.Context, t *testing.T, c kubernetes.Interface, namespace string) map[string]types.UID {
@@ -115,7 +118,7 @@ func createTrees(ctx context.Context, t *testing.T, c kubernetes.Interface, name
 	for _, o := range trees {
 		meta := metav1.ObjectMeta{Name: o.name, Namespace: namespace, Labels: labels}
 		if o.owner != "" {
-			gv := map[string]string{"Deployment": "apps/v1", "ReplicaSet": "apps/v1", "CronJob": "batch/v1", "Job": "batch/v1"}[kinds[o.owner]]
+			gv := apiVersions[kinds[o.owner]]
 			meta.OwnerReferences = []metav1.OwnerReference{{APIVersion: gv, Kind: kinds[o.owner], Name: o.owner,
 				UID: uids[o.owner], Controller: ptr.To(true)}}
 		}
@@ -239,7 +242,7 @@ func TestAncestorTerms(t *testing.T) {
 		if uid == "" {
 			uid = "uid-ghost"
 		}
-		gv := map[string]string{"Deployment": "apps/v1", "ReplicaSet": "apps/v1", "CronJob": "batch/v1", "Job": "batch/v1", "Pod": "v1"}[o.kind]
+		gv := apiVersions[o.kind]
 		e := &eventsv1.Event{
 			ObjectMeta: metav1.ObjectMeta{Name: "ev-" + o.name, Namespace: namespace,
 				// A client's chain is never kept: the server owns the annotation.
