@@ -28,6 +28,12 @@ import (
 // owns it: what a client sends in it is replaced.
 const Annotation = "kube-events.io/regarding-ancestors"
 
+// PendingAnnotation marks an event whose chain stopped short for a failure
+// that may pass (Chain.Pending, its value): the chain is resolved again,
+// by an elected controller and when the event is archived, and the mark
+// goes once it is final. The server owns it too.
+const PendingAnnotation = "kube-events.io/regarding-ancestors-pending"
+
 // MaxDepth bounds the chain: ownership deeper than this (or a cycle) is
 // cut there.
 const MaxDepth = 8

@@ -17,8 +17,9 @@ limitations under the License.
 // Package ancestry is what an event keeps of the ownership tree of the
 // object it is about: the chain of controller owners of its regarding
 // object (a Pod's ReplicaSet, then that ReplicaSet's Deployment), nearest
-// first, resolved when the event is first stored and kept in the
-// Annotation, so that the events of a Pod deleted long ago still answer
+// first, resolved when the event is first stored (again later while it
+// is pending: see PendingAnnotation) and kept in the Annotation, so that
+// the events of a Pod deleted long ago still answer
 // regarding.ancestor=Deployment/web.
 //
 // The annotation and not a field: kube-apiserver (which writes the events

@@ -44,15 +44,21 @@ const (
 	ReasonCycle = "cycle"
 	// ReasonDepth: the chain reached MaxDepth.
 	ReasonDepth = "depth"
-	// ReasonError: any other failure of a read, or an owner reference
-	// whose kind, name or UID a chain cannot hold.
+	// ReasonInvalid: an owner reference whose kind, name or UID a chain
+	// cannot hold.
+	ReasonInvalid = "invalid"
+	// ReasonError: any other failure of a read (kube-apiserver
+	// unreachable, a 5xx).
 	ReasonError = "error"
+	// ReasonUncached: a Lookup found an object the cache does not know;
+	// never counted.
+	ReasonUncached = "uncached"
 )
 
 var (
 	unresolvedTotal = metrics.NewCounterVec(&metrics.CounterOpts{
 		Namespace: metricsNamespace, Subsystem: metricsSubsystem, Name: "unresolved_total",
-		Help:           "Chains of controller owners that stopped short of the top, by reason (forbidden, not_found, replaced, no_kind, timeout, cycle, depth, error); the event keeps the part resolved.",
+		Help:           "Chains of controller owners that stopped short of the top, by reason (forbidden, not_found, replaced, no_kind, timeout, cycle, depth, invalid, error); the event keeps the part resolved, and those cut short by a timeout or an error are resolved again.",
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"reason"})
 	objectReadsTotal = metrics.NewCounter(&metrics.CounterOpts{

@@ -39,6 +39,9 @@ import (
 	"k8s.io/utils/lru"
 )
 
+// retryableTTL bounds how long a failure that may pass is cached.
+const retryableTTL = time.Second
+
 // Reference is the object an event is about, as its regarding field
 // (involvedObject in core/v1) names it.
 type Reference struct {
@@ -177,24 +180,79 @@ func NewResolver(config *rest.Config, options Options) (*Resolver, error) {
 	}, nil
 }
 
+// Chain is what a resolution found.
+type Chain struct {
+	// Ancestors are the controller owners resolved, nearest first.
+	Ancestors []Ancestor
+	// Pending is why the resolution stopped short of the top when asking
+	// again may go further (a Reason that Retryable accepts: a spent
+	// budget, kube-apiserver unreachable); "" when the chain is final: it
+	// reached the top, or stopped where asking again would stop too (a
+	// deleted or forbidden owner, a cycle).
+	Pending string
+}
+
+// Retryable tells whether a chain that stopped short for reason may go
+// further when resolved again.
+func Retryable(reason string) bool {
+	return reason == ReasonTimeout || reason == ReasonError || reason == ReasonUncached
+}
+
 // Resolve returns the chain of controller owners of the object ref names,
-// nearest first; nil when it has none or none could be read. If the object
-// of that name has another UID than ref's (it was replaced), the chain is
-// empty: the new object's owners are not the event's object's.
-func (r *Resolver) Resolve(ctx context.Context, ref Reference) []Ancestor {
+// reading what its cache lacks within the Timeout. If the object of that
+// name has another UID than ref's (it was replaced), the chain is empty:
+// the new object's owners are not the event's object's.
+func (r *Resolver) Resolve(ctx context.Context, ref Reference) Chain {
 	if ref.Kind == "" || ref.Name == "" {
-		return nil
+		return Chain{}
 	}
 	start := r.clock.Now()
 	defer func() { resolveDuration.Observe(r.clock.Since(start).Seconds()) }()
 	ctx, cancel := context.WithTimeout(ctx, r.options.Timeout)
 	defer cancel()
 	logger := klog.FromContext(ctx)
+	chain, reason, err := r.walk(ref, func(o object) (link, error) { return r.controllerOf(ctx, o) })
+	if reason != "" {
+		unresolvedTotal.WithLabelValues(reason).Inc()
+		logger.V(4).Info("Chain of controller owners cut short", "regarding", klog.KRef(ref.Namespace, ref.Name),
+			"kind", ref.Kind, "uid", ref.UID, "resolved", len(chain), "reason", reason, "err", err)
+	}
+	return Chain{Ancestors: chain, Pending: pending(reason)}
+}
 
+// Lookup returns the chain of the object ref names as far as the cache
+// knows it, without a read: the archiver asks it for the states it
+// archives without a chain, and must not wait for kube-apiserver. A chain
+// the cache does not know to the top is Pending (ReasonUncached). Lookups
+// are not counted in the metrics.
+func (r *Resolver) Lookup(ref Reference) Chain {
+	if ref.Kind == "" || ref.Name == "" {
+		return Chain{}
+	}
+	chain, reason, _ := r.walk(ref, func(o object) (link, error) {
+		if l, ok := r.cached(o.cacheKey()); ok {
+			return l, nil
+		}
+		return link{failure: ReasonUncached}, nil
+	})
+	return Chain{Ancestors: chain, Pending: pending(reason)}
+}
+
+// pending is the Chain.Pending of a resolution that stopped for reason.
+func pending(reason string) string {
+	if Retryable(reason) {
+		return reason
+	}
+	return ""
+}
+
+// walk follows the controller owners of ref's object up, asking
+// controllerOf for each object's, and returns the chain and, when it
+// stopped short of the top, why (a Reason) and the error behind it.
+func (r *Resolver) walk(ref Reference, controllerOf func(object) (link, error)) ([]Ancestor, string, error) {
 	gv, err := schema.ParseGroupVersion(ref.APIVersion)
 	if err != nil {
-		r.unresolved(logger, ref, nil, ReasonNoKind, err)
-		return nil
+		return nil, ReasonNoKind, err
 	}
 	current := object{groupKind: gv.WithKind(ref.Kind).GroupKind(), version: gv.Version, namespace: ref.Namespace, name: ref.Name, uid: ref.UID}
 	seen := map[types.UID]bool{}
@@ -203,48 +261,36 @@ func (r *Resolver) Resolve(ctx context.Context, ref Reference) []Ancestor {
 	}
 	var chain []Ancestor
 	for {
-		l, err := r.controllerOf(ctx, current)
+		l, err := controllerOf(current)
 		if l.failure != "" {
-			r.unresolved(logger, ref, chain, l.failure, err)
-			return chain
+			return chain, l.failure, err
 		}
 		owner := l.controller
 		if owner == nil {
-			return chain
+			return chain, "", nil
 		}
 		if seen[owner.UID] {
-			r.unresolved(logger, ref, chain, ReasonCycle, nil)
-			return chain
+			return chain, ReasonCycle, nil
 		}
 		if len(chain) == MaxDepth {
-			r.unresolved(logger, ref, chain, ReasonDepth, nil)
-			return chain
+			return chain, ReasonDepth, nil
 		}
 		// The chain's encoding and the terms that match it assume what
 		// ValidateRef and ValidateUID accept; an owner reference is
 		// checked for less.
 		if err := errors.Join(ValidateRef(Ref(owner.Kind, owner.Name)), ValidateUID(string(owner.UID))); err != nil {
-			r.unresolved(logger, ref, chain, ReasonError, err)
-			return chain
+			return chain, ReasonInvalid, err
 		}
 		seen[owner.UID] = true
 		chain = append(chain, Ancestor{Kind: owner.Kind, Name: owner.Name, UID: owner.UID})
 		ownerGV, err := schema.ParseGroupVersion(owner.APIVersion)
 		if err != nil {
-			r.unresolved(logger, ref, chain, ReasonNoKind, err)
-			return chain
+			return chain, ReasonNoKind, err
 		}
 		// An owner is in its child's namespace or cluster-scoped; which
 		// one its mapping tells.
 		current = object{groupKind: ownerGV.WithKind(owner.Kind).GroupKind(), version: ownerGV.Version, namespace: l.namespace, name: owner.Name, uid: owner.UID}
 	}
-}
-
-// unresolved counts and logs a chain that stops short of the top.
-func (r *Resolver) unresolved(logger klog.Logger, ref Reference, chain []Ancestor, reason string, err error) {
-	unresolvedTotal.WithLabelValues(reason).Inc()
-	logger.V(4).Info("Chain of controller owners cut short", "regarding", klog.KRef(ref.Namespace, ref.Name),
-		"kind", ref.Kind, "uid", ref.UID, "resolved", len(chain), "reason", reason, "err", err)
 }
 
 // controllerOf returns what is known of o's controller: from the cache,
@@ -300,11 +346,18 @@ func (r *Resolver) cached(key any) (link, bool) {
 // read reads o's metadata and caches what it found: the controller of the
 // object read, by its UID (and briefly by name, when o names no UID), and
 // a failure by o's key. A timeout is not cached: it says more of the
-// budget left than of the object.
+// budget left than of the object; another failure that may pass
+// (kube-apiserver unreachable) only for retryableTTL, so that the events
+// written meanwhile share one read and a chain resolved again after
+// kube-apiserver is back is read.
 func (r *Resolver) read(ctx context.Context, o object) (link, error) {
 	now := r.clock.Now()
 	fail := func(reason string, err error) (link, error) {
-		l := link{failure: reason, expires: now.Add(r.options.NegativeTTL)}
+		ttl := r.options.NegativeTTL
+		if Retryable(reason) {
+			ttl = min(ttl, retryableTTL)
+		}
+		l := link{failure: reason, expires: now.Add(ttl)}
 		if reason != ReasonTimeout {
 			r.links.Add(o.cacheKey(), l)
 		}

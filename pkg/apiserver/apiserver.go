@@ -102,13 +102,16 @@ type ExtraConfig struct {
 	EtcdMaintenance *etcdmaint.Config
 	// Chains, when set, resolves the chain of controller owners of each
 	// new event's regarding object, which the event keeps in the
-	// ancestry.Annotation (see pkg/ancestry). Nil without a kube-apiserver
-	// to read it from (standalone): events carry no chain.
+	// ancestry.Annotation (see pkg/ancestry); an elected controller
+	// resolves again the chains cut short (pkg/registry/event/chains), and
+	// the archiver completes from its cache those of the states it
+	// archives. Nil without a kube-apiserver to read it from
+	// (standalone): events carry no chain.
 	Chains *ancestry.Resolver
 	// SharedWithKubeAPIServer says kube-apiserver writes the cluster's
 	// events straight into the store's etcd (offload mode), past the
-	// strategy: with Chains, an elected controller gives those events
-	// their chains (pkg/registry/event/chains).
+	// strategy: with Chains, the elected controller gives those events
+	// their chains too.
 	SharedWithKubeAPIServer bool
 }
 

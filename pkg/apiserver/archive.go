@@ -99,14 +99,18 @@ func (c CompletedConfig) newArchiver(a archive.Archive) (*archiver.Archiver, err
 		return nil, err
 	}
 	storage := options.StorageConfig.Config
-	return archiver.New(archiver.Config{
+	cfg := archiver.Config{
 		Archive:        a,
 		NewClient:      func() (*clientv3.Client, error) { return NewEtcdClient(storage) },
 		StoragePrefix:  storage.Prefix,
 		ResourcePrefix: options.ResourcePrefix,
 		Codec:          storage.Codec,
 		Transformer:    storage.Transformer,
-	})
+	}
+	if c.ExtraConfig.Chains != nil {
+		cfg.Chains = c.ExtraConfig.Chains
+	}
+	return archiver.New(cfg)
 }
 
 // newCompactor returns the periodic etcd compaction, through client, under

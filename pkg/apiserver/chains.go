@@ -24,11 +24,12 @@ import (
 	eventstorage "github.com/kube-events/events-apiserver/pkg/registry/event/storage"
 )
 
-// newChainAnnotator returns the controller that gives their chains to the
-// events kube-apiserver writes straight into etcd (offload mode), reading
-// etcd as the store does, through a client of its own, and writing through
-// the store.
-func (c CompletedConfig) newChainAnnotator(store *eventstorage.REST, resolver eventregistry.ChainResolver) (*chains.Annotator, error) {
+// newChainAnnotator returns the controller that resolves again the chains
+// that stopped short and, when kube-apiserver writes events straight into
+// etcd (offload mode, unannotated), gives those events theirs, reading etcd
+// as the store does, through a client of its own, and writing through the
+// store.
+func (c CompletedConfig) newChainAnnotator(store *eventstorage.REST, resolver eventregistry.ChainResolver, unannotated bool) (*chains.Annotator, error) {
 	options, err := c.eventsStorageOptions()
 	if err != nil {
 		return nil, err
@@ -37,6 +38,7 @@ func (c CompletedConfig) newChainAnnotator(store *eventstorage.REST, resolver ev
 	return chains.NewAnnotator(chains.Config{
 		Events:         store,
 		Chains:         resolver,
+		Unannotated:    unannotated,
 		NewClient:      func() (*clientv3.Client, error) { return NewEtcdClient(storage) },
 		StoragePrefix:  storage.Prefix,
 		ResourcePrefix: options.ResourcePrefix,

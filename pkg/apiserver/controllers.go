@@ -100,8 +100,8 @@ func (c CompletedConfig) newControllers(store *eventstorage.REST, a archive.Arch
 		}
 		cfg.Elected = append(cfg.Elected, m)
 	}
-	if extra.Chains != nil && extra.SharedWithKubeAPIServer {
-		annotator, err := c.newChainAnnotator(store, extra.Chains)
+	if extra.Chains != nil {
+		annotator, err := c.newChainAnnotator(store, extra.Chains, extra.SharedWithKubeAPIServer)
 		if err != nil {
 			return nil, fmt.Errorf("ancestry annotator: %w", err)
 		}

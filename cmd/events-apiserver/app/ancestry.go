@@ -44,8 +44,9 @@ func newAncestryOptions() AncestryOptions {
 
 func (a *AncestryOptions) addFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&a.Timeout, "ancestry-timeout", a.Timeout, "Longest time the first write of an event waits for the chain of controller owners "+
-		"of its regarding object (its ReplicaSet and Deployment, its Job and CronJob, ...) to be read from kube-apiserver; what is not read by then "+
-		"is left out of the chain (the write never fails for it). 0 turns the chains off. Without a kube-apiserver (standalone) events carry no chain.")
+		"of its regarding object (its ReplicaSet and Deployment, its Job and CronJob, ...) to be read from kube-apiserver; the write never fails for it, "+
+		"and a chain cut short by the time or an unreachable kube-apiserver is resolved again in the background. 0 turns the chains off. "+
+		"Without a kube-apiserver (standalone) events carry no chain.")
 	fs.IntVar(&a.CacheSize, "ancestry-cache-size", a.CacheSize, "How many objects' controller owners are kept in memory, so that the events of "+
 		"sibling pods read their ReplicaSet and Deployment once.")
 }

@@ -99,6 +99,10 @@ type Config struct {
 	// Transformer undoes the store's encryption at rest, if any; the
 	// archive keeps the decrypted state.
 	Transformer value.Transformer
+	// Chains, if set, completes the chain of a state stored with a
+	// pending chain or none, from what its cache knows (see
+	// withCachedChain).
+	Chains ChainLookup
 	// BatchSize and BatchDelay bound a batch; defaults if zero.
 	BatchSize  int
 	BatchDelay time.Duration
@@ -423,6 +427,12 @@ func (f *follower) record(ctx context.Context, kv *mvccpb.KeyValue) (archive.Rec
 	event, ok := obj.(*core.Event)
 	if !ok {
 		return archive.Record{}, fmt.Errorf("decoded %T, not an event", obj)
+	}
+	if f.cfg.Chains != nil && withCachedChain(event, f.cfg.Chains) {
+		if data, err = runtime.Encode(f.cfg.Codec, event); err != nil {
+			return archive.Record{}, fmt.Errorf("encoding with its chain: %w", err)
+		}
+		chainsCompleted.Inc()
 	}
 	return NewRecord(event, data, kv.ModRevision), nil
 }

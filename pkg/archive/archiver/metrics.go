@@ -47,6 +47,11 @@ var (
 		Help:           "Stored events the archiver could not decode and skipped.",
 		StabilityLevel: metrics.ALPHA,
 	})
+	chainsCompleted = metrics.NewCounter(&metrics.CounterOpts{
+		Namespace: metricsNamespace, Subsystem: metricsSubsystem, Name: "chains_completed_total",
+		Help:           "Event states archived with the chain of controller owners their stored event lacked (none, or one stopped short), from the resolver's cache.",
+		StabilityLevel: metrics.ALPHA,
+	})
 	relists = metrics.NewCounter(&metrics.CounterOpts{
 		Namespace: metricsNamespace, Subsystem: metricsSubsystem, Name: "relists_total",
 		Help:           "Times the archiver archived every live event because it had no checkpoint or etcd had compacted past it.",
@@ -97,7 +102,7 @@ var (
 // server's /metrics serves. Safe to call more than once.
 func registerMetrics() {
 	registerOnce.Do(func() {
-		legacyregistry.MustRegister(appendsTotal, appendedRecords, decodeErrors, relists,
+		legacyregistry.MustRegister(appendsTotal, appendedRecords, decodeErrors, chainsCompleted, relists,
 			lagSeconds, lagRevisions, appendDelay, syncDuration, checkpointRevision, rows, diskBytes)
 	})
 }

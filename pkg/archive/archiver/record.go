@@ -19,8 +19,10 @@ package archiver
 import (
 	"strconv"
 
+	"github.com/kube-events/events-apiserver/pkg/ancestry"
 	"github.com/kube-events/events-apiserver/pkg/apis/core"
 	"github.com/kube-events/events-apiserver/pkg/archive"
+	eventregistry "github.com/kube-events/events-apiserver/pkg/registry/event"
 	eventstorage "github.com/kube-events/events-apiserver/pkg/registry/event/storage"
 )
 
@@ -40,4 +42,30 @@ func NewRecord(event *core.Event, object []byte, revision int64) archive.Record 
 		Occurrences:   core.Occurrences(event),
 		FirstObserved: core.FirstObserved(event),
 	}
+}
+
+// ChainLookup finds the chain of controller owners of an event's regarding
+// object as far as a resolver's cache knows it, without a read, so that
+// archiving never waits for kube-apiserver. *ancestry.Resolver is one.
+type ChainLookup interface {
+	Lookup(regarding ancestry.Reference) ancestry.Chain
+}
+
+// withCachedChain gives event the chain chains knows to the top when the
+// event was stored with a pending chain or none (kube-apiserver wrote it in
+// offload mode, or its resolution failed), so that its archived state
+// answers the ancestor terms even if the live event is gone before it is
+// given its chain (see pkg/registry/event/chains). It tells whether it
+// changed event.
+func withCachedChain(event *core.Event, chains ChainLookup) bool {
+	_, pending := event.Annotations[ancestry.PendingAnnotation]
+	if _, stored := event.Annotations[ancestry.Annotation]; stored && !pending {
+		return false
+	}
+	chain := chains.Lookup(eventregistry.RegardingReference(event))
+	if chain.Pending != "" || (len(chain.Ancestors) == 0 && !pending) {
+		return false
+	}
+	eventregistry.SetChain(event, chain)
+	return true
 }

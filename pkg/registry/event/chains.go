@@ -24,43 +24,58 @@ import (
 )
 
 // ChainResolver finds the chain of controller owners of the object an
-// event is about, nearest first; it never fails, and returns what it could
-// resolve. *ancestry.Resolver is one.
+// event is about; it never fails, and returns what it could resolve.
+// *ancestry.Resolver is one.
 type ChainResolver interface {
-	Resolve(ctx context.Context, regarding ancestry.Reference) []ancestry.Ancestor
+	Resolve(ctx context.Context, regarding ancestry.Reference) ancestry.Chain
 }
 
 // setChain sets a new event's chain of controller owners, the
-// ancestry.Annotation, to what the resolver finds: the server owns the
-// annotation, so what the client sent in it is dropped, and it is absent
-// when the chain is empty or there is no resolver.
+// ancestry.Annotation, to what the resolver finds, and marks it with the
+// ancestry.PendingAnnotation when the resolution stopped short for a
+// failure that may pass. The server owns both: what the client sent in them
+// is dropped; the chain is absent when it is empty or there is no
+// resolver.
 func (s Strategy) setChain(ctx context.Context, event *core.Event) {
 	delete(event.Annotations, ancestry.Annotation)
+	delete(event.Annotations, ancestry.PendingAnnotation)
 	if s.chains == nil {
 		return
 	}
-	chain := s.chains.Resolve(ctx, RegardingReference(event))
-	if len(chain) == 0 {
-		return
+	SetChain(event, s.chains.Resolve(ctx, RegardingReference(event)))
+}
+
+// SetChain sets event's annotations to chain: the ancestry.Annotation when
+// it has ancestors, the ancestry.PendingAnnotation when it is pending; each
+// is removed otherwise.
+func SetChain(event *core.Event, chain ancestry.Chain) {
+	set := func(key, value string) {
+		if value == "" {
+			delete(event.Annotations, key)
+			return
+		}
+		if event.Annotations == nil {
+			event.Annotations = map[string]string{}
+		}
+		event.Annotations[key] = value
 	}
-	if event.Annotations == nil {
-		event.Annotations = map[string]string{}
-	}
-	event.Annotations[ancestry.Annotation] = ancestry.Encode(chain)
+	set(ancestry.Annotation, ancestry.Encode(chain.Ancestors))
+	set(ancestry.PendingAnnotation, chain.Pending)
 }
 
 // keepChain keeps the chain an updated event was stored with, whatever the
 // update carries: the chain is resolved once, when the event is first
 // stored, and holds even when the owners are gone. An event stored with
-// none (before the server resolved chains, or when the resolution failed)
-// is given one as a new event is: the resolver's cache makes asking again
-// cheap.
+// none (before the server resolved chains, or about an object without
+// owners) or with a pending one is resolved again, as a new event is: the
+// resolver's cache makes asking again cheap.
 func (s Strategy) keepChain(ctx context.Context, event, old *core.Event) {
 	chain, ok := old.Annotations[ancestry.Annotation]
-	if !ok {
+	if _, pending := old.Annotations[ancestry.PendingAnnotation]; !ok || pending {
 		s.setChain(ctx, event)
 		return
 	}
+	delete(event.Annotations, ancestry.PendingAnnotation)
 	if event.Annotations == nil {
 		event.Annotations = map[string]string{}
 	}

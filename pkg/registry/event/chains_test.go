@@ -31,11 +31,11 @@ import (
 // knownChains resolves from a fixed ownership map, and records what it was
 // asked.
 type knownChains struct {
-	chains map[string][]ancestry.Ancestor // by regarding name
+	chains map[string]ancestry.Chain // by regarding name
 	asked  []ancestry.Reference
 }
 
-func (k *knownChains) Resolve(_ context.Context, regarding ancestry.Reference) []ancestry.Ancestor {
+func (k *knownChains) Resolve(_ context.Context, regarding ancestry.Reference) ancestry.Chain {
 	k.asked = append(k.asked, regarding)
 	return k.chains[regarding.Name]
 }
@@ -45,6 +45,12 @@ var (
 	oldChain = []ancestry.Ancestor{{Kind: "Job", Name: "nightly-1", UID: "uid-j"}}
 	// sentChain is what a client claims; the server never keeps it.
 	sentChain = `["Deployment/other","uid-other"]`
+	// known: web-7d4f9-a's chain resolves, cut-5f6-a's stops short at its
+	// ReplicaSet when the read of its Deployment times out.
+	known = map[string]ancestry.Chain{
+		"web-7d4f9-a": {Ancestors: webChain},
+		"cut-5f6-a":   {Ancestors: webChain[:1], Pending: ancestry.ReasonTimeout},
+	}
 )
 
 func eventAbout(name string, annotations map[string]string) *core.Event {
@@ -68,12 +74,16 @@ func TestPrepareForCreateSetsTheResolvedChain(t *testing.T) {
 			map[string]string{ancestry.Annotation: ancestry.Encode(webChain), "team": "a"}},
 		{"no chain drops what the client sent", true, "lonely", map[string]string{ancestry.Annotation: sentChain}, map[string]string{}},
 		{"no chain, no annotations", true, "lonely", nil, nil},
+		{"stopped short, marked pending", true, "cut-5f6-a", nil,
+			map[string]string{ancestry.Annotation: ancestry.Encode(webChain[:1]), ancestry.PendingAnnotation: ancestry.ReasonTimeout}},
+		{"resolved drops a pending mark the client sent", true, "web-7d4f9-a", map[string]string{ancestry.PendingAnnotation: "timeout"},
+			map[string]string{ancestry.Annotation: ancestry.Encode(webChain)}},
 		{"standalone drops what the client sent", false, "web-7d4f9-a",
 			map[string]string{ancestry.Annotation: sentChain, "team": "a"}, map[string]string{"team": "a"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			strategy := NewStrategy(nil)
-			chains := &knownChains{chains: map[string][]ancestry.Ancestor{"web-7d4f9-a": webChain}}
+			chains := &knownChains{chains: known}
 			if tc.resolver {
 				strategy = strategy.WithChainResolver(chains)
 			}
@@ -111,10 +121,13 @@ func TestPrepareForUpdateKeepsTheStoredChain(t *testing.T) {
 		{"resolved when none was stored", true, nil, map[string]string{ancestry.Annotation: sentChain},
 			map[string]string{ancestry.Annotation: ancestry.Encode(webChain)}, 1},
 		{"none stored, none resolved", false, nil, map[string]string{ancestry.Annotation: sentChain}, map[string]string{}, 0},
+		{"resolved again when pending", true, map[string]string{ancestry.Annotation: ancestry.Encode(webChain[:1]), ancestry.PendingAnnotation: ancestry.ReasonError},
+			map[string]string{ancestry.PendingAnnotation: ancestry.ReasonError}, map[string]string{ancestry.Annotation: ancestry.Encode(webChain)}, 1},
+		{"a pending mark the update sends is dropped", true, stored, map[string]string{ancestry.PendingAnnotation: ancestry.ReasonTimeout}, stored, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			strategy := NewStrategy(nil)
-			chains := &knownChains{chains: map[string][]ancestry.Ancestor{"web-7d4f9-a": webChain}}
+			chains := &knownChains{chains: known}
 			if tc.resolver {
 				strategy = strategy.WithChainResolver(chains)
 			}

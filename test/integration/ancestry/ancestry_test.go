@@ -62,7 +62,8 @@ var cluster *framework.AggregatedCluster
 func TestMain(m *testing.M) {
 	var err error
 	cluster, err = framework.StartAggregatedCluster(framework.AggregatedClusterOptions{
-		ExtraServerFlags: []string{"--archive=embedded", "--event-ttl=" + eventTTL.String()},
+		ExtraServerFlags:    []string{"--archive=embedded", "--event-ttl=" + eventTTL.String()},
+		LinkToKubeAPIServer: true,
 	})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "starting the aggregated cluster: %v\n", err)
@@ -350,6 +351,67 @@ func TestAncestorTerms(t *testing.T) {
 		t.Fatalf("the events never left the live store for the archive: %v", err)
 	}
 	t.Run("archived", func(t *testing.T) { check(t, "1h") })
+}
+
+// TestChainThroughAnOutage: an event stored while our server cannot reach
+// kube-apiserver keeps what could be resolved, marked pending, and its
+// write succeeds; once kube-apiserver answers again, the elected
+// annotator gives it its whole chain, and once expired its history still
+// answers its Deployment's ancestor term.
+func TestChainThroughAnOutage(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	defer cancel()
+	admin, err := kubernetes.NewForConfig(cluster.AdminConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	namespace := cluster.NewNamespace(ctx, t, "outage-")
+	uids := createTrees(ctx, t, admin, namespace)
+	server := clientFor(t, cluster.ServerConfig, runtime.ContentTypeProtobuf)
+
+	cluster.KubeAPIServerLink.Cut()
+	e, err := server.EventsV1().Events(namespace).Create(ctx, &eventsv1.Event{
+		ObjectMeta: metav1.ObjectMeta{Name: "ev-outage", Namespace: namespace},
+		EventTime:  metav1.NowMicro(), ReportingController: "example.com/test", ReportingInstance: "test-1",
+		Action: "Test", Reason: "BackOff", Type: corev1.EventTypeWarning, Note: "stored while kube-apiserver is out of reach",
+		Regarding: corev1.ObjectReference{APIVersion: "v1", Kind: "Pod", Namespace: namespace, Name: "web-1-a", UID: uids["web-1-a"]},
+	}, metav1.CreateOptions{})
+	cluster.KubeAPIServerLink.Restore()
+	if err != nil {
+		t.Fatalf("an event written while kube-apiserver is out of reach: %v", err)
+	}
+	if reason := e.Annotations[ancestry.PendingAnnotation]; !ancestry.Retryable(reason) {
+		t.Errorf("stored with %s=%q, want a retryable reason; annotations %v", ancestry.PendingAnnotation, reason, e.Annotations)
+	}
+
+	want := ancestry.Encode([]ancestry.Ancestor{
+		{Kind: "ReplicaSet", Name: "web-1", UID: uids["web-1"]}, {Kind: "Deployment", Name: "web", UID: uids["web"]}})
+	var last map[string]string
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		got, err := server.EventsV1().Events(namespace).Get(ctx, "ev-outage", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		last = got.Annotations
+		_, pending := last[ancestry.PendingAnnotation]
+		return last[ancestry.Annotation] == want && !pending, nil
+	})
+	if err != nil {
+		t.Fatalf("the event was never given its whole chain %s: %v; annotations %v", want, err, last)
+	}
+
+	selector := "regarding.ancestor=Deployment/web,history.since=1h"
+	err = wait.PollUntilContextTimeout(ctx, time.Second, 4*eventTTL+time.Minute, true, func(ctx context.Context) (bool, error) {
+		live, err := server.EventsV1().Events(namespace).List(ctx, metav1.ListOptions{})
+		if err != nil || len(live.Items) > 0 {
+			return false, nil
+		}
+		archived, err := server.EventsV1().Events(namespace).List(ctx, metav1.ListOptions{FieldSelector: selector})
+		return err == nil && len(archived.Items) == 1 && archived.Items[0].Name == "ev-outage", nil
+	})
+	if err != nil {
+		t.Fatalf("once expired, %q never listed the event: %v", selector, err)
+	}
 }
 
 // ownerOf is the controller of the object name in trees, "" for none.

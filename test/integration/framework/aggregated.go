@@ -28,6 +28,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -126,6 +127,9 @@ type AggregatedCluster struct {
 	// events in (--etcd-servers-overrides=/events#...) and our server
 	// serves them from (--etcd-servers); nil otherwise.
 	EventsEtcd *Etcd
+	// KubeAPIServerLink, with LinkToKubeAPIServer, is what our server
+	// reaches kube-apiserver through, to be cut; nil otherwise.
+	KubeAPIServerLink *Link
 
 	frontProxy  pki.KeyPair
 	serverFlags []string
@@ -152,6 +156,12 @@ type AggregatedClusterOptions struct {
 	// KubeAPIServerFlags are set on kube-apiserver's command line, e.g.
 	// runtime-config.
 	KubeAPIServerFlags map[string]string
+	// LinkToKubeAPIServer has our server reach kube-apiserver through a
+	// Link the test can cut (KubeAPIServerLink), as in an outage of
+	// kube-apiserver. Requests to our server with ServerConfig (whose
+	// group, system:masters, our server lets in without asking
+	// kube-apiserver) are served meanwhile.
+	LinkToKubeAPIServer bool
 	// Timeout bounds the whole start; 3 minutes when zero.
 	Timeout time.Duration
 }
@@ -219,6 +229,15 @@ func StartAggregatedCluster(o AggregatedClusterOptions) (c *AggregatedCluster, e
 	}
 	if err := c.applyServerIdentity(ctx, objects); err != nil {
 		return c, err
+	}
+	if o.LinkToKubeAPIServer {
+		host, err := url.Parse(c.AdminConfig.Host)
+		if err != nil {
+			return c, err
+		}
+		if c.KubeAPIServerLink, err = StartLink(host.Host); err != nil {
+			return c, err
+		}
 	}
 	serverKubeconfig, err := c.writeServiceAccountKubeconfig(ctx)
 	if err != nil {
@@ -439,7 +458,11 @@ func (c *AggregatedCluster) writeServiceAccountKubeconfig(ctx context.Context) (
 		return "", fmt.Errorf("requesting a token for the server's ServiceAccount: %w", err)
 	}
 	config := clientcmdapi.NewConfig()
-	config.Clusters["kube"] = &clientcmdapi.Cluster{Server: c.AdminConfig.Host, CertificateAuthorityData: c.AdminConfig.CAData}
+	server := c.AdminConfig.Host
+	if c.KubeAPIServerLink != nil {
+		server = "https://" + c.KubeAPIServerLink.Addr()
+	}
+	config.Clusters["kube"] = &clientcmdapi.Cluster{Server: server, CertificateAuthorityData: c.AdminConfig.CAData}
 	config.AuthInfos["events-apiserver"] = &clientcmdapi.AuthInfo{Token: token.Status.Token}
 	config.Contexts["events-apiserver"] = &clientcmdapi.Context{Cluster: "kube", AuthInfo: "events-apiserver"}
 	config.CurrentContext = "events-apiserver"
@@ -783,6 +806,11 @@ func (c *AggregatedCluster) Stop() error {
 	if c.run != nil {
 		if err := c.run.stop(); err != nil {
 			errs = append(errs, err)
+		}
+	}
+	if c.KubeAPIServerLink != nil {
+		if err := c.KubeAPIServerLink.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("link to kube-apiserver: %w", err))
 		}
 	}
 	if c.Env != nil {

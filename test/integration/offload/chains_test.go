@@ -26,8 +26,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/component-base/metrics/legacyregistry"
 
 	"github.com/kube-events/events-apiserver/pkg/ancestry"
+	"github.com/kube-events/events-apiserver/test/harness"
 )
 
 // TestEventsWrittenByKubeAPIServerGetTheirChain: kube-apiserver stores
@@ -106,4 +108,29 @@ func TestEventsWrittenByKubeAPIServerGetTheirChain(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitForChain("patched through kube-apiserver", 2)
+
+	// The next event about the pod is archived with the chain at once,
+	// from what the resolver's cache knows, before the annotator's update.
+	completed := func() float64 {
+		m, err := harness.GatherMetrics(legacyregistry.DefaultGatherer)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m.Value("events_apiserver_archive_chains_completed_total", nil)
+	}
+	before := completed()
+	if _, err := events.Create(ctx, &corev1.Event{
+		ObjectMeta:     metav1.ObjectMeta{Name: pod.Name + ".unhealthy", Namespace: namespace},
+		InvolvedObject: corev1.ObjectReference{APIVersion: "v1", Kind: "Pod", Namespace: namespace, Name: pod.Name, UID: pod.UID},
+		Reason:         "Unhealthy", Message: "Readiness probe failed", Type: corev1.EventTypeWarning,
+		Source:         corev1.EventSource{Component: "offload-kubelet", Host: "node-1"},
+		FirstTimestamp: now, LastTimestamp: now, Count: 1,
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		return completed() > before, nil
+	}); err != nil {
+		t.Fatalf("the archiver never completed a chain from the cache: %v", err)
+	}
 }

@@ -64,7 +64,9 @@ func run(m *testing.M) int {
 		// On SIGTERM, drain requests and give watches 2s (not the minute
 		// of --request-timeout), so that RestartKubeAPIServer is prompt.
 		KubeAPIServerFlags: map[string]string{"shutdown-send-retry-after": "true"},
-		ExtraServerFlags:   []string{"--mirror=false", "--events-shared-with-kube-apiserver", "--admission-control-config-file=" + config},
+		ExtraServerFlags: []string{"--mirror=false", "--events-shared-with-kube-apiserver", "--admission-control-config-file=" + config,
+			// As installed: the history beside the live store.
+			"--archive=embedded"},
 	})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "starting the offload cluster: %v\n", err)

@@ -43,6 +43,7 @@ import (
 
 	"github.com/kube-events/events-apiserver/pkg/ancestry"
 	"github.com/kube-events/events-apiserver/test/harness"
+	"github.com/kube-events/events-apiserver/test/integration/framework"
 )
 
 const (
@@ -226,7 +227,7 @@ type counts struct {
 }
 
 var reasons = []string{ancestry.ReasonForbidden, ancestry.ReasonNotFound, ancestry.ReasonReplaced, ancestry.ReasonNoKind,
-	ancestry.ReasonTimeout, ancestry.ReasonCycle, ancestry.ReasonDepth, ancestry.ReasonError}
+	ancestry.ReasonTimeout, ancestry.ReasonCycle, ancestry.ReasonDepth, ancestry.ReasonInvalid, ancestry.ReasonError}
 
 func snapshot(t *testing.T) counts {
 	c := counts{unresolved: map[string]float64{}, reads: counter(t, objectReadsMetric, nil)}
@@ -259,9 +260,14 @@ func expectCounts(t *testing.T, before counts, unresolved map[string]float64, re
 	}
 }
 
+// expectChain expects r to resolve ref's chain to want, final.
 func expectChain(t *testing.T, r *ancestry.Resolver, ref ancestry.Reference, want []ancestry.Ancestor) {
 	t.Helper()
-	got := r.Resolve(t.Context(), ref)
+	expectResolution(t, r.Resolve(t.Context(), ref), ref, ancestry.Chain{Ancestors: want})
+}
+
+func expectResolution(t *testing.T, got ancestry.Chain, ref ancestry.Reference, want ancestry.Chain) {
+	t.Helper()
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("chain of %s %s/%s (-want +got):\n%s", ref.Kind, ref.Namespace, ref.Name, diff)
 	}
@@ -280,9 +286,17 @@ func TestDeploymentChainAndSharedLookups(t *testing.T) {
 
 	want := []ancestry.Ancestor{ancestor("ReplicaSet", rs), ancestor("Deployment", d)}
 	before := snapshot(t)
+	// A lookup reads nothing: what the cache does not know is pending.
+	expectResolution(t, r.Lookup(podRef(p1)), podRef(p1), ancestry.Chain{Pending: ancestry.ReasonUncached})
+	expectCounts(t, before, nil, 0)
 	expectChain(t, r, podRef(p1), want)
 	// The pod, its ReplicaSet and the Deployment (which has no owner).
 	expectCounts(t, before, nil, 3)
+	// Now the cache knows it to the top.
+	before = snapshot(t)
+	expectResolution(t, r.Lookup(podRef(p1)), podRef(p1), ancestry.Chain{Ancestors: want})
+	expectResolution(t, r.Lookup(podRef(p2)), podRef(p2), ancestry.Chain{Pending: ancestry.ReasonUncached})
+	expectCounts(t, before, nil, 0)
 
 	before = snapshot(t)
 	expectChain(t, r, podRef(p2), want)
@@ -469,8 +483,34 @@ func TestBudgetSpent(t *testing.T) {
 	r := newResolver(t, adminConfig, ancestry.Options{Timeout: time.Nanosecond})
 
 	before := snapshot(t)
-	expectChain(t, r, podRef(p), nil)
+	expectResolution(t, r.Resolve(t.Context(), podRef(p)), podRef(p), ancestry.Chain{Pending: ancestry.ReasonTimeout})
 	expectCounts(t, before, map[string]float64{ancestry.ReasonTimeout: 1}, -1)
+}
+
+// TestKubeAPIServerThrottling: while kube-apiserver answers 429 to every
+// read, the chain stops short, pending, and what was read before stays; once
+// it answers again, the same resolution reaches the top.
+func TestKubeAPIServerThrottling(t *testing.T) {
+	w := newWorkloads(t)
+	d := w.deployment("web")
+	rs := w.replicaSet("web-1", controlledBy(d, deploymentKind))
+	p := w.pod("web-1-a", controlledBy(rs, replicaSetKind))
+	proxy := framework.StartCountingProxy(t, adminConfig, nil)
+	r := newResolver(t, proxy.Config(), ancestry.Options{Timeout: 500 * time.Millisecond})
+	rsRef := ancestry.Reference{APIVersion: "apps/v1", Kind: "ReplicaSet", Namespace: w.namespace, Name: rs.Name, UID: rs.UID}
+	expectChain(t, r, rsRef, []ancestry.Ancestor{ancestor("Deployment", d)})
+
+	proxy.Throttle(time.Second)
+	before := snapshot(t)
+	// The pod is read through the throttled proxy; client-go waits out the
+	// Retry-After past the budget.
+	expectResolution(t, r.Resolve(t.Context(), podRef(p)), podRef(p), ancestry.Chain{Pending: ancestry.ReasonTimeout})
+	expectCounts(t, before, map[string]float64{ancestry.ReasonTimeout: 1}, 1)
+	expectResolution(t, r.Lookup(podRef(p)), podRef(p), ancestry.Chain{Pending: ancestry.ReasonUncached})
+
+	proxy.Throttle(0)
+	expectChain(t, r, podRef(p), []ancestry.Ancestor{ancestor("ReplicaSet", rs), ancestor("Deployment", d)})
+	expectResolution(t, r.Lookup(podRef(p)), podRef(p), ancestry.Chain{Ancestors: []ancestry.Ancestor{ancestor("ReplicaSet", rs), ancestor("Deployment", d)}})
 }
 
 // shippedServerRole is the server's ClusterRole from artifacts/base.

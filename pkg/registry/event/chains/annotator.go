@@ -14,13 +14,16 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-// Package chains gives their chain of controller owners to the events
-// that reach the store without going through its strategy: in offload
-// mode, kube-apiserver writes the cluster's events straight into this
-// server's etcd.
+// Package chains gives their chain of controller owners to the stored
+// events that lack it: those whose chain stopped short for a failure that
+// may pass (kube-apiserver unreachable, a spent budget), marked with the
+// ancestry.PendingAnnotation, and, in offload mode, those that reach the
+// store without going through its strategy, as kube-apiserver writes the
+// cluster's events straight into this server's etcd.
 package chains
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -54,6 +57,11 @@ const (
 	// restartDelay is the wait before following etcd again after the watch
 	// failed (etcd compacted past it, or was unreachable).
 	restartDelay = time.Second
+	// retryBase and retryMax bound the wait before an event's pending
+	// chain is resolved again, doubled at each failure: kube-apiserver
+	// back within seconds is met within seconds, a long outage costs a
+	// read per event every few minutes.
+	retryBase, retryMax = 500 * time.Millisecond, 5 * time.Minute
 )
 
 // Store is what the annotator needs of the events store: reads and
@@ -72,6 +80,10 @@ type Config struct {
 	// event back, so that an event about an object without owners costs
 	// no read and no write (the answer is cached).
 	Chains eventregistry.ChainResolver
+	// Unannotated says events stored with no chain at all are given one
+	// too: in offload mode, where kube-apiserver writes events past the
+	// strategy. Otherwise only pending chains are resolved again.
+	Unannotated bool
 	// NewClient returns an etcd client whose keys are under the storage
 	// prefix (pkg/apiserver.NewEtcdClient).
 	NewClient func() (*clientv3.Client, error)
@@ -86,12 +98,14 @@ type Config struct {
 }
 
 // Annotator follows the stored events in etcd and gives every one stored
-// without a chain the chain of its regarding object, with one update
-// through the store (an in-process write, which the strategy resolves as
-// it does a create's). It reads every stored event once when it starts,
-// then watches etcd: writes through this server's API already carry their
-// chain, those of kube-apiserver in offload mode do not. Run it elected: its
-// updates are fenced, and one replica is enough.
+// with a pending chain (or, with Config.Unannotated, none) the chain of its
+// regarding object, with one update through the store (an in-process
+// write, which the strategy resolves as it does a create's), resolving
+// again with a backoff while the chain stays pending. It reads every
+// stored event once when it starts, then watches etcd: writes through this
+// server's API carry their chain unless its resolution failed, those of
+// kube-apiserver in offload mode do not. Run it elected: its updates are
+// fenced, and one replica is enough.
 type Annotator struct {
 	cfg       Config
 	keyPrefix string // the events' prefix in a client under the storage prefix
@@ -120,7 +134,7 @@ func (*Annotator) Name() string { return "ancestry-annotator" }
 func (a *Annotator) Run(ctx context.Context) {
 	logger := klog.FromContext(ctx)
 	logger.Info("Giving their chain of controller owners to events stored without one")
-	queue := workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[item](),
+	queue := workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.NewTypedItemExponentialFailureRateLimiter[item](retryBase, retryMax),
 		workqueue.TypedRateLimitingQueueConfig[item]{Name: "events_apiserver_ancestry_annotator"})
 	var wg sync.WaitGroup
 	for range workers {
@@ -193,14 +207,22 @@ func (a *Annotator) readAll(ctx context.Context, client *clientv3.Client, queue 
 	}
 }
 
-// consider queues the event kv holds if it has no chain.
+// consider queues the event kv holds if its chain is pending, or absent
+// with Config.Unannotated.
 func (a *Annotator) consider(ctx context.Context, kv *mvccpb.KeyValue, queue workqueue.TypedRateLimitingInterface[item]) {
-	event, err := a.decode(ctx, kv)
+	data, err := a.plain(ctx, kv)
+	if err == nil && !a.cfg.Unannotated && !bytes.Contains(data, pendingKey) {
+		return // most events, checked without decoding them
+	}
+	var event *core.Event
+	if err == nil {
+		event, err = a.decode(data)
+	}
 	if err != nil {
 		klog.FromContext(ctx).V(2).Info("Skipping a stored event that does not decode", "key", string(kv.Key), "err", err)
 		return
 	}
-	if _, ok := event.Annotations[ancestry.Annotation]; ok {
+	if !a.wants(event) {
 		return
 	}
 	queue.Add(item{
@@ -209,17 +231,32 @@ func (a *Annotator) consider(ctx context.Context, kv *mvccpb.KeyValue, queue wor
 	})
 }
 
-// decode decodes a stored event.
-func (a *Annotator) decode(ctx context.Context, kv *mvccpb.KeyValue) (*core.Event, error) {
-	data := kv.Value
-	if a.cfg.Transformer != nil {
-		key := path.Join("/", a.cfg.StoragePrefix, string(kv.Key))
-		plain, _, err := a.cfg.Transformer.TransformFromStorage(ctx, data, value.DefaultContext(key))
-		if err != nil {
-			return nil, fmt.Errorf("decrypting: %w", err)
-		}
-		data = plain
+// wants tells whether event is one to give a chain.
+func (a *Annotator) wants(event *core.Event) bool {
+	_, pending := event.Annotations[ancestry.PendingAnnotation]
+	_, chain := event.Annotations[ancestry.Annotation]
+	return pending || (!chain && a.cfg.Unannotated)
+}
+
+// pendingKey is the ancestry.PendingAnnotation's key as it is in a stored
+// event's bytes, JSON or protobuf alike.
+var pendingKey = []byte(ancestry.PendingAnnotation)
+
+// plain is kv's value as stored, decrypted.
+func (a *Annotator) plain(ctx context.Context, kv *mvccpb.KeyValue) ([]byte, error) {
+	if a.cfg.Transformer == nil {
+		return kv.Value, nil
 	}
+	key := path.Join("/", a.cfg.StoragePrefix, string(kv.Key))
+	plain, _, err := a.cfg.Transformer.TransformFromStorage(ctx, kv.Value, value.DefaultContext(key))
+	if err != nil {
+		return nil, fmt.Errorf("decrypting: %w", err)
+	}
+	return plain, nil
+}
+
+// decode decodes a stored event's plain bytes.
+func (a *Annotator) decode(data []byte) (*core.Event, error) {
 	obj, err := runtime.Decode(a.cfg.Codec, data)
 	if err != nil {
 		return nil, err
@@ -239,7 +276,12 @@ func (a *Annotator) processNext(ctx context.Context, queue workqueue.TypedRateLi
 	}
 	defer queue.Done(next)
 	if err := a.annotate(ctx, next); err != nil && ctx.Err() == nil {
-		klog.FromContext(ctx).Error(err, "Giving an event its chain of controller owners failed; retrying", "event", next.event)
+		logger := klog.FromContext(ctx)
+		if pending := (pendingError{}); errors.As(err, &pending) {
+			logger.V(2).Info("The chain of controller owners of an event stopped short; resolving again", "event", next.event, "reason", pending.reason, "retries", queue.NumRequeues(next))
+		} else {
+			logger.Error(err, "Giving an event its chain of controller owners failed; retrying", "event", next.event)
+		}
 		queue.AddRateLimited(next)
 		return true
 	}
@@ -247,12 +289,19 @@ func (a *Annotator) processNext(ctx context.Context, queue workqueue.TypedRateLi
 	return true
 }
 
-// annotate gives the event its chain, if its regarding object has one, by
-// an update of what is stored (on condition that it did not change since
-// it was read); the strategy sets the chain, as the event has none.
+// pendingError is a resolution that stopped short again, for reason.
+type pendingError struct{ reason string }
+
+func (e pendingError) Error() string { return "chain still pending: " + e.reason }
+
+// annotate gives the event its chain once it resolves to the top (or as
+// far as it ever will), by an update of what is stored (on condition that
+// it did not change since it was read); the strategy sets the chain, as
+// the event has none or a pending one.
 func (a *Annotator) annotate(ctx context.Context, next item) error {
-	if len(a.cfg.Chains.Resolve(ctx, next.regarding)) == 0 {
-		return nil
+	chain := a.cfg.Chains.Resolve(ctx, next.regarding)
+	if chain.Pending != "" {
+		return pendingError{reason: chain.Pending}
 	}
 	ctx = eventregistry.InternalWriteContext(ctx, next.event.Namespace, corev1.SchemeGroupVersion)
 	obj, err := a.cfg.Events.Get(ctx, next.event.Name, &metav1.GetOptions{})
@@ -266,7 +315,9 @@ func (a *Annotator) annotate(ctx context.Context, next item) error {
 	if !ok {
 		return fmt.Errorf("getting event %s returned %T", next.event, obj)
 	}
-	if _, ok := event.Annotations[ancestry.Annotation]; ok {
+	_, pending := event.Annotations[ancestry.PendingAnnotation]
+	_, stored := event.Annotations[ancestry.Annotation]
+	if !pending && (stored || len(chain.Ancestors) == 0) {
 		return nil
 	}
 	_, _, err = a.cfg.Events.Update(ctx, next.event.Name, rest.DefaultUpdatedObjectInfo(event),
