@@ -190,36 +190,6 @@ func newResolver(t *testing.T, config *rest.Config, options ancestry.Options) *a
 	return r
 }
 
-// counter is the value of a counter the resolver exports, summed over the
-// series whose labels include labels.
-func counter(t *testing.T, name string, labels map[string]string) float64 {
-	t.Helper()
-	families, err := legacyregistry.DefaultGatherer.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var sum float64
-	for _, family := range families {
-		if family.GetName() != name {
-			continue
-		}
-	metrics:
-		for _, m := range family.GetMetric() {
-			for label, value := range labels {
-				found := false
-				for _, pair := range m.GetLabel() {
-					found = found || pair.GetName() == label && pair.GetValue() == value
-				}
-				if !found {
-					continue metrics
-				}
-			}
-			sum += m.GetCounter().GetValue()
-		}
-	}
-	return sum
-}
-
 // counts snapshots the resolver's counters, to compare what a step adds.
 type counts struct {
 	unresolved map[string]float64
@@ -230,9 +200,13 @@ var reasons = []string{ancestry.ReasonForbidden, ancestry.ReasonNotFound, ancest
 	ancestry.ReasonTimeout, ancestry.ReasonCycle, ancestry.ReasonDepth, ancestry.ReasonInvalid, ancestry.ReasonError}
 
 func snapshot(t *testing.T) counts {
-	c := counts{unresolved: map[string]float64{}, reads: counter(t, objectReadsMetric, nil)}
+	m, err := harness.GatherMetrics(legacyregistry.DefaultGatherer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := counts{unresolved: map[string]float64{}, reads: m.Value(objectReadsMetric, nil)}
 	for _, reason := range reasons {
-		c.unresolved[reason] = counter(t, unresolvedMetric, map[string]string{"reason": reason})
+		c.unresolved[reason] = m.Value(unresolvedMetric, map[string]string{"reason": reason})
 	}
 	return c
 }
