@@ -223,9 +223,9 @@ func TestHistoryPageReadsItsOwnLiveEvents(t *testing.T) {
 // record is the archive record of an event's state at revision.
 func record(t *testing.T, codec runtime.Codec, e *core.Event, revision int64) archive.Record {
 	t.Helper()
-	data, err := runtime.Encode(codec, e)
+	r, err := archiver.NewRecord(e, codec, revision)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return archiver.NewRecord(e, data, revision)
+	return r
 }

@@ -44,7 +44,10 @@ type Record struct {
 	// the archive.
 	Fields map[string]string
 	// Object is the event as the store encodes it (protobuf), decoded into
-	// the internal type on read.
+	// the internal type on read, less what the record holds beside it: its
+	// metadata's name, namespace, UID and resourceVersion are empty (in
+	// states archived before they were left out, they are there and the
+	// same), and the reader sets them from the record's.
 	Object []byte
 	// Occurrences is how many occurrences this state stands for
 	// (core.Occurrences); 0 stands for 1. FirstObserved is its first

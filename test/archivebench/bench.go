@@ -365,13 +365,16 @@ func (g *generator) next(dst []archive.Record, n int) ([]archive.Record, error) 
 		ev := &s.ev.ev
 		ev.Count = s.count
 		ev.LastTimestamp = metav1.NewTime(s.t.Truncate(time.Second))
-		ev.ResourceVersion = strconv.Itoa(100000000 + g.rv)
-		obj, err := ev.Marshal()
+		// The object as the archiver encodes it: without what the record
+		// holds beside it (archive.Record.Object).
+		stripped := *ev
+		stripped.Name, stripped.Namespace, stripped.UID, stripped.ResourceVersion = "", "", "", ""
+		obj, err := stripped.Marshal()
 		if err != nil {
 			return dst, err
 		}
 		dst = append(dst, archive.Record{
-			UID: string(ev.UID), Namespace: ev.Namespace, Name: ev.Name, ResourceVersion: ev.ResourceVersion,
+			UID: string(ev.UID), Namespace: ev.Namespace, Name: ev.Name, ResourceVersion: strconv.Itoa(100000000 + g.rv),
 			Time: ev.LastTimestamp.Time, Fields: s.ev.fields, Object: obj,
 			Occurrences: s.count, FirstObserved: ev.FirstTimestamp.Time,
 		})

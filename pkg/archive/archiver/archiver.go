@@ -429,12 +429,9 @@ func (f *follower) record(ctx context.Context, kv *mvccpb.KeyValue) (archive.Rec
 		return archive.Record{}, fmt.Errorf("decoded %T, not an event", obj)
 	}
 	if f.cfg.Chains != nil && withCachedChain(event, f.cfg.Chains) {
-		if data, err = runtime.Encode(f.cfg.Codec, event); err != nil {
-			return archive.Record{}, fmt.Errorf("encoding with its chain: %w", err)
-		}
 		chainsCompleted.Inc()
 	}
-	return NewRecord(event, data, kv.ModRevision), nil
+	return NewRecord(event, f.cfg.Codec, kv.ModRevision)
 }
 
 // flush appends the batch, retrying until the archive takes it or ctx

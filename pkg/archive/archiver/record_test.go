@@ -18,14 +18,63 @@ package archiver
 
 import (
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kube-events/events-apiserver/pkg/ancestry"
 	"github.com/kube-events/events-apiserver/pkg/apis/core"
+	"github.com/kube-events/events-apiserver/pkg/apis/core/install"
+	corev1 "github.com/kube-events/events-apiserver/pkg/apis/core/v1"
+	"github.com/kube-events/events-apiserver/pkg/archive"
 )
+
+// TestNewRecord: the record holds the event's identity beside an object
+// that leaves it out, and the rest of the event in both.
+func TestNewRecord(t *testing.T) {
+	scheme := runtime.NewScheme()
+	install.Install(scheme)
+	codecs := serializer.NewCodecFactory(scheme)
+	codec := codecs.LegacyCodec(corev1.SchemeGroupVersion)
+	last := metav1.NewTime(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+	event := &core.Event{
+		ObjectMeta:     metav1.ObjectMeta{Name: "web-1.17a3", Namespace: "shop", UID: "uid-e", Labels: map[string]string{"team": "a"}},
+		InvolvedObject: core.ObjectReference{Kind: "Pod", Name: "web-1", UID: "uid-p"},
+		Reason:         "BackOff", Message: "Back-off restarting failed container", Count: 3,
+		FirstTimestamp: metav1.NewTime(last.Add(-time.Minute)), LastTimestamp: last,
+	}
+	before := event.DeepCopy()
+
+	got, err := NewRecord(event, codec, 42)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(before, event); diff != "" {
+		t.Errorf("NewRecord changed the event (-before +after):\n%s", diff)
+	}
+	want := archive.Record{UID: "uid-e", Namespace: "shop", Name: "web-1.17a3", ResourceVersion: "42", Time: last.Time,
+		Occurrences: 3, FirstObserved: last.Add(-time.Minute)}
+	if diff := cmp.Diff(want, got, cmpopts.IgnoreFields(archive.Record{}, "Object", "Fields")); diff != "" {
+		t.Errorf("record (-want +got):\n%s", diff)
+	}
+	if got.Fields["involvedObject.name"] != "web-1" || got.Fields["metadata.name"] != "web-1.17a3" {
+		t.Errorf("fields %v lack the event's", got.Fields)
+	}
+	obj, err := runtime.Decode(codecs.UniversalDecoder(), got.Object)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored := before.DeepCopy()
+	stored.Name, stored.Namespace, stored.UID = "", "", ""
+	if diff := cmp.Diff(stored, obj); diff != "" {
+		t.Errorf("archived object (-want +got):\n%s", diff)
+	}
+}
 
 // cachedChains is what a resolver's cache knows, by regarding name.
 type cachedChains map[string]ancestry.Chain

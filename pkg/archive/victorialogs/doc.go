@@ -26,7 +26,9 @@ limitations under the License.
 // Each stored state of an event is one row: _time is Record.Time (to the
 // nanosecond), the stream is the namespace (ns), and the columns are uid,
 // name, rv (the resourceVersion, a number), _msg (the protobuf object in
-// hexadecimal: one token for the bloom filters, byte-aligned for zstd) and
+// hexadecimal: one token for the bloom filters, byte-aligned for zstd;
+// the archiver leaves the name, namespace and UID out of it, see
+// archive.Record.Object) and
 // f.<field> for each selectable field (metadata.name and
 // metadata.namespace are name and ns), and for the summaries occ (the
 // occurrences, above 1 only) and first (the first observation in Unix

@@ -377,8 +377,9 @@ func (r *REST) liveFromTimeline(ctx context.Context, pred storage.SelectionPredi
 	return page, nil
 }
 
-// decode reads an archived state into the internal Event, with the
-// resourceVersion it was written at.
+// decode reads an archived state into the internal Event, with its name,
+// namespace, UID and the resourceVersion it was written at, which the
+// record holds beside the object (see archive.Record.Object).
 func (r *REST) decode(record archive.Record) (*core.Event, error) {
 	obj, err := runtime.Decode(r.decoder, record.Object)
 	if err != nil {
@@ -388,6 +389,7 @@ func (r *REST) decode(record archive.Record) (*core.Event, error) {
 	if !ok {
 		return nil, fmt.Errorf("decoded %T, not an event", obj)
 	}
+	event.Name, event.Namespace, event.UID = record.Name, record.Namespace, types.UID(record.UID)
 	event.ResourceVersion = record.ResourceVersion
 	return event, nil
 }
