@@ -22,10 +22,19 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
 	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/kube-events/events-apiserver/pkg/apis/core"
+	"github.com/kube-events/events-apiserver/pkg/apis/core/install"
+	corev1 "github.com/kube-events/events-apiserver/pkg/apis/core/v1"
+	"github.com/kube-events/events-apiserver/pkg/archive"
 )
 
 // TestRefusedBeforeTheStore checks the answers given before the store or
@@ -63,5 +72,40 @@ func TestRefusedBeforeTheStore(t *testing.T) {
 		if !ok || status.Status().Code != http.StatusBadRequest || !strings.Contains(status.Status().Message, "history.since") {
 			t.Errorf("%s: %v, want a 400 naming history.since", name, err)
 		}
+	}
+}
+
+// TestDecodeRestoresIdentity: a state archived without its name, namespace
+// and UID (as the archiver writes them) and one archived with them (as it
+// wrote them before) read back alike, with the record's resourceVersion.
+func TestDecodeRestoresIdentity(t *testing.T) {
+	scheme := runtime.NewScheme()
+	install.Install(scheme)
+	codecs := serializer.NewCodecFactory(scheme)
+	codec := codecs.LegacyCodec(corev1.SchemeGroupVersion)
+	full := &core.Event{
+		ObjectMeta:     metav1.ObjectMeta{Name: "web-1.17a3", Namespace: "shop", UID: "uid-e"},
+		InvolvedObject: core.ObjectReference{Kind: "Pod", Name: "web-1", UID: "uid-p"},
+		Reason:         "BackOff", Count: 2,
+	}
+	stripped := full.DeepCopy()
+	stripped.Name, stripped.Namespace, stripped.UID = "", "", ""
+	want := full.DeepCopy()
+	want.ResourceVersion = "42"
+	r := &REST{decoder: codecs.UniversalDecoder()}
+	for name, object := range map[string]*core.Event{"without identity": stripped, "with identity": full} {
+		t.Run(name, func(t *testing.T) {
+			data, err := runtime.Encode(codec, object)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := r.decode(archive.Record{UID: "uid-e", Namespace: "shop", Name: "web-1.17a3", ResourceVersion: "42", Object: data})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("decoded (-want +got):\n%s", diff)
+			}
+		})
 	}
 }
