@@ -40,9 +40,9 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
-	"github.com/kube-events/events-apiserver/pkg/apis/core"
 	"github.com/kube-events/events-apiserver/pkg/archive"
 	"github.com/kube-events/events-apiserver/pkg/controller/health"
+	eventstorage "github.com/kube-events/events-apiserver/pkg/registry/event/storage"
 )
 
 // Defaults of Config.
@@ -411,22 +411,13 @@ func (f *follower) receive(ctx context.Context, resp clientv3.WatchResponse) {
 
 // record decodes one stored state into its archive record.
 func (f *follower) record(ctx context.Context, kv *mvccpb.KeyValue) (archive.Record, error) {
-	data := kv.Value
-	if f.cfg.Transformer != nil {
-		key := path.Join("/", f.cfg.StoragePrefix, string(kv.Key))
-		plain, _, err := f.cfg.Transformer.TransformFromStorage(ctx, data, value.DefaultContext(key))
-		if err != nil {
-			return archive.Record{}, fmt.Errorf("decrypting: %w", err)
-		}
-		data = plain
-	}
-	obj, err := runtime.Decode(f.cfg.Codec, data)
+	data, err := eventstorage.PlainValue(ctx, f.cfg.Transformer, f.cfg.StoragePrefix, kv)
 	if err != nil {
 		return archive.Record{}, err
 	}
-	event, ok := obj.(*core.Event)
-	if !ok {
-		return archive.Record{}, fmt.Errorf("decoded %T, not an event", obj)
+	event, err := eventstorage.DecodeEvent(f.cfg.Codec, data)
+	if err != nil {
+		return archive.Record{}, err
 	}
 	if f.cfg.Chains != nil && withCachedChain(event, f.cfg.Chains) {
 		chainsCompleted.Inc()

@@ -47,6 +47,7 @@ import (
 	"github.com/kube-events/events-apiserver/pkg/apis/core"
 	corev1 "github.com/kube-events/events-apiserver/pkg/apis/core/v1"
 	eventregistry "github.com/kube-events/events-apiserver/pkg/registry/event"
+	eventstorage "github.com/kube-events/events-apiserver/pkg/registry/event/storage"
 )
 
 const (
@@ -210,13 +211,13 @@ func (a *Annotator) readAll(ctx context.Context, client *clientv3.Client, queue 
 // consider queues the event kv holds if its chain is pending, or absent
 // with Config.Unannotated.
 func (a *Annotator) consider(ctx context.Context, kv *mvccpb.KeyValue, queue workqueue.TypedRateLimitingInterface[item]) {
-	data, err := a.plain(ctx, kv)
+	data, err := eventstorage.PlainValue(ctx, a.cfg.Transformer, a.cfg.StoragePrefix, kv)
 	if err == nil && !a.cfg.Unannotated && !bytes.Contains(data, pendingKey) {
 		return // most events, checked without decoding them
 	}
 	var event *core.Event
 	if err == nil {
-		event, err = a.decode(data)
+		event, err = eventstorage.DecodeEvent(a.cfg.Codec, data)
 	}
 	if err != nil {
 		klog.FromContext(ctx).V(2).Info("Skipping a stored event that does not decode", "key", string(kv.Key), "err", err)
@@ -241,32 +242,6 @@ func (a *Annotator) wants(event *core.Event) bool {
 // pendingKey is the ancestry.PendingAnnotation's key as it is in a stored
 // event's bytes, JSON or protobuf alike.
 var pendingKey = []byte(ancestry.PendingAnnotation)
-
-// plain is kv's value as stored, decrypted.
-func (a *Annotator) plain(ctx context.Context, kv *mvccpb.KeyValue) ([]byte, error) {
-	if a.cfg.Transformer == nil {
-		return kv.Value, nil
-	}
-	key := path.Join("/", a.cfg.StoragePrefix, string(kv.Key))
-	plain, _, err := a.cfg.Transformer.TransformFromStorage(ctx, kv.Value, value.DefaultContext(key))
-	if err != nil {
-		return nil, fmt.Errorf("decrypting: %w", err)
-	}
-	return plain, nil
-}
-
-// decode decodes a stored event's plain bytes.
-func (a *Annotator) decode(data []byte) (*core.Event, error) {
-	obj, err := runtime.Decode(a.cfg.Codec, data)
-	if err != nil {
-		return nil, err
-	}
-	event, ok := obj.(*core.Event)
-	if !ok {
-		return nil, fmt.Errorf("decoded %T, not an event", obj)
-	}
-	return event, nil
-}
 
 // processNext annotates one queued event; false once the queue shut down.
 func (a *Annotator) processNext(ctx context.Context, queue workqueue.TypedRateLimitingInterface[item]) bool {

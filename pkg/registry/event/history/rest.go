@@ -381,13 +381,9 @@ func (r *REST) liveFromTimeline(ctx context.Context, pred storage.SelectionPredi
 // namespace, UID and the resourceVersion it was written at, which the
 // record holds beside the object (see archive.Record.Object).
 func (r *REST) decode(record archive.Record) (*core.Event, error) {
-	obj, err := runtime.Decode(r.decoder, record.Object)
+	event, err := eventstorage.DecodeEvent(r.decoder, record.Object)
 	if err != nil {
 		return nil, err
-	}
-	event, ok := obj.(*core.Event)
-	if !ok {
-		return nil, fmt.Errorf("decoded %T, not an event", obj)
 	}
 	event.Name, event.Namespace, event.UID = record.Name, record.Namespace, types.UID(record.UID)
 	event.ResourceVersion = record.ResourceVersion
