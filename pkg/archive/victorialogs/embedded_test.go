@@ -18,6 +18,7 @@ package victorialogs
 
 import (
 	"bytes"
+	"context"
 	"flag"
 	"strconv"
 	"strings"
@@ -27,6 +28,7 @@ import (
 	"github.com/VictoriaMetrics/VictoriaLogs/lib/logstorage"
 	vmlogger "github.com/VictoriaMetrics/VictoriaMetrics/lib/logger"
 	"github.com/VictoriaMetrics/VictoriaMetrics/lib/memory"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/ktesting"
 
@@ -50,7 +52,29 @@ func TestEmbedded(t *testing.T) {
 			}
 		})
 		return archivetest.Engine{Archive: a, Retention: retention}
-	}, archivetest.Options{})
+	}, archivetest.Options{Delete: deleteEmbedded})
+}
+
+// deleteEmbedded runs a delete task of uid's rows on the embedded engine
+// and waits until it is done.
+func deleteEmbedded(t *testing.T, e archivetest.Engine, uid string) {
+	t.Helper()
+	storage := e.Archive.(*Embedded).storage
+	f, err := logstorage.ParseFilter(colUID + ":=" + strconv.Quote(uid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := storage.DeleteRunTask(ctx, "delete-"+uid, time.Now().UnixNano(), []logstorage.TenantID{{}}, f); err != nil {
+		t.Fatal(err)
+	}
+	err = wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		active, err := storage.DeleteActiveTasks(ctx)
+		return len(active) == 0, err
+	})
+	if err != nil {
+		t.Fatalf("the delete task of %s did not end: %v", uid, err)
+	}
 }
 
 // TestEmbeddedContainsProcess checks what opening the embedded engine sets

@@ -20,9 +20,12 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -188,10 +191,51 @@ func storageArgs(t *testing.T) []string {
 // TestSingleNode runs the suite against a single-node victoria-logs.
 func TestSingleNode(t *testing.T) {
 	bin := victoriaLogsBinary(t)
-	node := startNode(t, bin, storageArgs(t)...)
+	node := startNode(t, bin, append(storageArgs(t), "-delete.enable")...)
 	archivetest.Run(t, func(t *testing.T) archivetest.Engine {
 		return openService(t, node.url(), "")
-	}, archivetest.Options{})
+	}, archivetest.Options{Delete: func(t *testing.T, e archivetest.Engine, uid string) {
+		deleteThroughService(t, node, e.Archive.(*HTTP).cfg, uid)
+	}})
+}
+
+// deleteThroughService runs a delete task of uid's rows in the tenant of
+// cfg through the node's /delete API, as an operator does, and waits
+// until it is done.
+func deleteThroughService(t *testing.T, node *vlNode, cfg HTTPConfig, uid string) {
+	t.Helper()
+	client := node.healthClient()
+	defer client.CloseIdleConnections()
+	call := func(ctx context.Context, method, path string, form url.Values) []byte {
+		t.Helper()
+		req, err := http.NewRequestWithContext(ctx, method, node.url()+path, strings.NewReader(form.Encode()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set("AccountID", strconv.FormatUint(uint64(cfg.AccountID), 10))
+		req.Header.Set("ProjectID", strconv.FormatUint(uint64(cfg.ProjectID), 10))
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = resp.Body.Close() }()
+		body, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("%s %s: %s: %s", method, path, resp.Status, body)
+		}
+		return body
+	}
+	ctx := context.Background()
+	call(ctx, http.MethodPost, "/delete/run_task", url.Values{"filter": {colUID + ":=" + strconv.Quote(uid)}})
+	err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		var active []json.RawMessage
+		err := json.Unmarshal(call(ctx, http.MethodGet, "/delete/active_tasks", nil), &active)
+		return len(active) == 0, err
+	})
+	if err != nil {
+		t.Fatalf("the delete task of %s did not end: %v", uid, err)
+	}
 }
 
 // TestCluster runs the suite against a cluster secured as the manifests

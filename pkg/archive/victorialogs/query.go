@@ -252,7 +252,7 @@ func readBatch(ctx context.Context, r runner, base string, lo, hi time.Time, pos
 		// Rows at pos.Time come after pos only with a greater UID.
 		timeFilter += fmt.Sprintf(" (_time:[%s, %s) OR %s:>%s)", formatTime(lo), formatTime(pos.Time), colUID, strconv.Quote(pos.UID))
 	}
-	query := fmt.Sprintf("%s %s | fields _time, %s, %s, %s | sort by (_time desc, %s) limit %d", timeFilter, base, colUID, colRV, colNamespace, colUID, n)
+	query := fmt.Sprintf("%s %s %s | fields _time, %s, %s, %s | sort by (_time desc, %s) limit %d", timeFilter, base, stateRows, colUID, colRV, colNamespace, colUID, n)
 	var rows []candidate
 	err := r.run(ctx, query, func(row map[string]string) error {
 		t, err := time.Parse(time.RFC3339Nano, row[colTime])

@@ -63,6 +63,12 @@ const (
 	fieldNamespace = "metadata.namespace"
 )
 
+// stateRows selects the rows that hold a state, as every row appended
+// does. A delete task that removes the oldest row of a block leaves a blank
+// row in its place, with its time and stream alone (VictoriaLogs#1798):
+// the queries that read rows without naming their UIDs leave it out.
+var stateRows = colUID + ":*"
+
 // streamFields are the stream fields of every row.
 var streamFields = []string{colNamespace}
 

@@ -106,7 +106,7 @@ func runSummary(ctx context.Context, r runner, query string) ([]archive.SummaryR
 // summaryQuery makes the LogsQL queries of a SummaryQuery.
 type summaryQuery struct {
 	q *archive.SummaryQuery
-	// window selects the rows of the window and namespace; terms is the
+	// window selects the state rows of the window and namespace; terms is the
 	// filter of q.Fields, "" for none.
 	window, terms string
 }
@@ -124,6 +124,7 @@ func newSummaryQuery(q *archive.SummaryQuery, retention time.Duration, now time.
 	if q.Namespace != "" {
 		window += fmt.Sprintf(" {%s=%s}", colNamespace, strconv.Quote(q.Namespace))
 	}
+	window += " " + stateRows
 	return summaryQuery{q: q, window: window, terms: terms}, nil
 }
 
