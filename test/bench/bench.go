@@ -58,6 +58,10 @@ type Config struct {
 	// Events is how many events the store holds when lists and memory are
 	// measured (the creates of the modes count towards it).
 	Events int64
+	// LargeEvents, when above Events, is how many events the store is
+	// filled to once every other phase ran, for the memory reading at
+	// scale and the collector's share of the fill's CPU; 0 skips it.
+	LargeEvents int64
 	// ListSamples is how many lists, at least, each selector is timed on,
 	// and ListDuration how long, at least, they are timed: a few dozen
 	// lists of a few milliseconds fall inside one collector cycle or
@@ -111,6 +115,7 @@ func Full() Config {
 		Writers:           32,
 		CreatesPerMode:    10000,
 		Events:            100000,
+		LargeEvents:       1000000,
 		ListSamples:       20,
 		ListDuration:      2 * time.Second,
 		Watchers:          []int{100, 1000, 10000},
@@ -123,16 +128,30 @@ func Full() Config {
 
 // Result is what one server measured.
 type Result struct {
-	Server   string
-	Creates  map[string]createResult // by mode name
-	Events   int64                   // events in the store at the lists
-	Lists    map[string]listResult   // by selector row
-	RSSBytes float64
+	Server  string
+	Creates map[string]createResult // by mode name
+	Events  int64                   // events in the store at the lists
+	Lists   map[string]listResult   // by selector row
+	// Idle is the memory before the first create; AtEvents with Events in
+	// the store.
+	Idle, AtEvents memory
 	// EtcdBytes is the size of etcd's database in use (pages holding
 	// data) with Events in the store.
 	EtcdBytes float64
 	Watches   map[int]*watchResult // by watcher count; nil when not run
 	Fill      createResult         // the creates that filled the store to Events
+	// Large is the reading at LargeEvents; nil when not run.
+	Large *largeResult
+}
+
+// largeResult is the reading with LargeEvents in the store.
+type largeResult struct {
+	Events    int64
+	Memory    memory
+	EtcdBytes float64
+	// Fill is the creates from the watcher phases' end to Events, with
+	// the CPU the server's collector spent in them.
+	Fill createResult
 }
 
 // listRows are the lists measured: a label, events.k8s.io or core/v1, a
@@ -205,6 +224,10 @@ func measure(ctx context.Context, cfg Config, t *target) (*Result, error) {
 	if err := settle(ctx, cfg, t, "the creates"); err != nil {
 		return r, err
 	}
+	if r.Idle, err = readMemory(ctx, t.config); err != nil {
+		return r, err
+	}
+	cfg.logf("%s: idle: %s", t.name, r.Idle)
 	for _, m := range modes {
 		res, err := createsIn(ctx, t, g, m, cfg.Writers, cfg.CreatesPerMode)
 		if err != nil {
@@ -241,11 +264,10 @@ func measure(ctx context.Context, cfg Config, t *target) (*Result, error) {
 	if err := settle(ctx, cfg, t, "the memory reading and the lists"); err != nil {
 		return r, err
 	}
-	var breakdown string
-	if r.RSSBytes, breakdown, err = rss(ctx, t.config); err != nil {
+	if r.AtEvents, err = readMemory(ctx, t.config); err != nil {
 		return r, err
 	}
-	cfg.logf("%s: RSS %.0f MiB at %d events (%s)", t.name, r.RSSBytes/(1<<20), r.Events, breakdown)
+	cfg.logf("%s: at %d events: %s", t.name, r.Events, r.AtEvents)
 	if r.EtcdBytes, err = etcdMetric(ctx, t, etcdInUseMetric); err != nil {
 		return r, err
 	}
@@ -267,11 +289,11 @@ func measure(ctx context.Context, cfg Config, t *target) (*Result, error) {
 	if err := profiled(); err != nil {
 		return r, err
 	}
-	afterLists, breakdown, err := rss(ctx, t.config)
+	afterLists, err := readMemory(ctx, t.config)
 	if err != nil {
 		return r, err
 	}
-	cfg.logf("%s: RSS %.0f MiB after the lists (%s)", t.name, afterLists/(1<<20), breakdown)
+	cfg.logf("%s: after the lists: %s", t.name, afterLists)
 
 	for _, watchers := range cfg.Watchers {
 		if t.name == "kube-apiserver" && watchers > cfg.AnchorMaxWatchers {
@@ -296,6 +318,13 @@ func measure(ctx context.Context, cfg Config, t *target) (*Result, error) {
 		cfg.logf("%s: %d watchers: %s", t.name, watchers, res.summary())
 		if baseline != nil {
 			cfg.logf("%s: %d watchers: %.0f%% of the creates/s of its baseline", t.name, watchers, 100*res.ratio())
+		}
+	}
+
+	// The watcher phases deleted their events: the store holds r.Events.
+	if fill := cfg.LargeEvents - r.Events; fill > 0 {
+		if r.Large, err = fillLarge(ctx, cfg, t, g, r.Events, fill); err != nil {
+			return r, fmt.Errorf("at %d events: %w", cfg.LargeEvents, err)
 		}
 	}
 	return r, nil
@@ -354,8 +383,29 @@ func WriteTable(w io.Writer, cfg Config, results []*Result) error {
 		}
 		row(fmt.Sprintf("list %s (%d of %d events)", l.selector, b.items, ours.Events), cell(a), cell(b), ratio)
 	}
-	row(fmt.Sprintf("RSS after %d events", ours.Events), fmt.Sprintf("%.0f MiB", anchor.RSSBytes/(1<<20)),
-		fmt.Sprintf("%.0f MiB", ours.RSSBytes/(1<<20)), higher(ours.RSSBytes, anchor.RSSBytes))
+	mib := func(b float64) string { return fmt.Sprintf("%.0f MiB", b/(1<<20)) }
+	bytes := func(b float64) string { return fmt.Sprintf("%.0f B", b) }
+	row("RSS idle", mib(anchor.Idle.RSS), mib(ours.Idle.RSS), higher(ours.Idle.RSS, anchor.Idle.RSS))
+	// memoryRows are the readings with events in the store: what the
+	// process holds, and what each event added to it since idle.
+	memoryRows := func(events int64, a, b memory) {
+		row(fmt.Sprintf("RSS after %d events", events), mib(a.RSS), mib(b.RSS), higher(b.RSS, a.RSS))
+		ra, rb := perEvent(anchor.Idle.RSS, a.RSS, events), perEvent(ours.Idle.RSS, b.RSS, events)
+		row(fmt.Sprintf("RSS per event, idle to %d events", events), bytes(ra), bytes(rb), higher(rb, ra))
+		ha, hb := perEvent(anchor.Idle.HeapInUse, a.HeapInUse, events), perEvent(ours.Idle.HeapInUse, b.HeapInUse, events)
+		row(fmt.Sprintf("heap in use per event, idle to %d events", events), bytes(ha), bytes(hb), higher(hb, ha))
+	}
+	gcRow := func(label string, a, b createResult) {
+		share := func(r createResult) string {
+			if r.created == 0 {
+				return "-"
+			}
+			return fmt.Sprintf("%.0f%%", 100*r.gcShare())
+		}
+		row("collector's share of the server's CPU, "+label, share(a), share(b), "-")
+	}
+	memoryRows(ours.Events, anchor.AtEvents, ours.AtEvents)
+	gcRow(fmt.Sprintf("fill to %d events", ours.Events), anchor.Fill, ours.Fill)
 	etcdPerEvent := func(r *Result) float64 {
 		if r.Events == 0 {
 			return 0
@@ -409,6 +459,17 @@ func WriteTable(w io.Writer, cfg Config, results []*Result) error {
 			cb = b.creates
 		}
 		cpuRow(fmt.Sprintf("%d watchers", n), ca, cb)
+	}
+	if large := ours.Large; large != nil {
+		a := anchor.Large
+		if a == nil {
+			a = &largeResult{}
+		}
+		memoryRows(large.Events, a.Memory, large.Memory)
+		row(fmt.Sprintf("etcd database in use per event, at %d events", large.Events), bytes(perEvent(0, a.EtcdBytes, a.Events)),
+			bytes(perEvent(0, large.EtcdBytes, large.Events)), higher(perEvent(0, large.EtcdBytes, large.Events), perEvent(0, a.EtcdBytes, a.Events)))
+		cpuRow(fmt.Sprintf("fill to %d events", large.Events), a.Fill, large.Fill)
+		gcRow(fmt.Sprintf("fill to %d events", large.Events), a.Fill, large.Fill)
 	}
 	return tw.Flush()
 }

@@ -34,11 +34,14 @@ import (
 // cores all three share, which the create rate alone does not.
 type cpuUse struct {
 	server, etcd, client float64
-	tail                 tailUse
+	// gc is the part of server the Go runtime counts as its collector's
+	// (the runtime's estimate).
+	gc   float64
+	tail tailUse
 }
 
 func (a cpuUse) sub(b cpuUse) cpuUse {
-	return cpuUse{server: a.server - b.server, etcd: a.etcd - b.etcd, client: a.client - b.client, tail: a.tail.sub(b.tail)}
+	return cpuUse{server: a.server - b.server, etcd: a.etcd - b.etcd, client: a.client - b.client, gc: a.gc - b.gc, tail: a.tail.sub(b.tail)}
 }
 
 // cpuNow reads the server's and etcd's process_cpu_seconds_total from their
@@ -53,10 +56,13 @@ func cpuNow(ctx context.Context, t *target) (cpuUse, error) {
 	if err != nil {
 		return use, fmt.Errorf("server: %w", err)
 	}
-	if !m.Has(cpuMetric) {
-		return use, fmt.Errorf("server: no %s in /metrics", cpuMetric)
+	for _, name := range []string{cpuMetric, gcCPUMetric} {
+		if !m.Has(name) {
+			return use, fmt.Errorf("server: no %s in /metrics", name)
+		}
 	}
 	use.server = m.Value(cpuMetric, nil)
+	use.gc = m.Value(gcCPUMetric, nil)
 	readServerTail(m, &use.tail)
 	readClientTail(&use.tail)
 	if use.etcd, err = etcdMetric(ctx, t, cpuMetric); err != nil {
@@ -70,8 +76,13 @@ func cpuNow(ctx context.Context, t *target) (cpuUse, error) {
 	return use, nil
 }
 
-// cpuMetric is a process's CPU time, served by Go programs.
-const cpuMetric = "process_cpu_seconds_total"
+// cpuMetric is a process's CPU time, served by Go programs; gcCPUMetric
+// the part of it its collector took, served by Go programs that export
+// the runtime's metrics (both servers do, through component-base).
+const (
+	cpuMetric   = "process_cpu_seconds_total"
+	gcCPUMetric = "go_cpu_classes_gc_total_cpu_seconds_total"
+)
 
 // etcdMetric reads metric from t's etcd's /metrics; a metric etcd does not
 // serve is an error.

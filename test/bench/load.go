@@ -264,10 +264,9 @@ type watchResult struct {
 	createP50, createP99 time.Duration
 	cutOff               int64
 	openFailed           int64
-	// rssBytes is the server's resident memory after the load, with the
-	// watchers still open, and memory how the runtime accounts for it.
-	rssBytes float64
-	memory   string
+	// memory is the server's after the load, with the watchers still
+	// open.
+	memory memory
 	// deleted is how many events of the phase were deleted after it,
 	// which took deleteTime.
 	deleted    int
@@ -281,8 +280,8 @@ type watchResult struct {
 
 // summary is the phase's log line.
 func (r *watchResult) summary() string {
-	return fmt.Sprintf("warm-up %v at %.0f creates/s, then %.0f creates/s (latency p50 %v p99 %v), %d of %d delivered, p50 %v p99 %v, %d cut off, %d failed to open, CPU per create (server / etcd / load generator) %s; %s; RSS %.0f MiB with the watchers open (%s); its %d events deleted in %v",
-		r.warmup.elapsed.Round(time.Second), r.warmup.perSecond(), r.creates.perSecond(), r.createP50, r.createP99, r.received, r.expected, r.p50, r.p99, r.cutOff, r.openFailed, r.creates.perCreate(), r.creates.cpu.tail, r.rssBytes/(1<<20), r.memory, r.deleted, r.deleteTime.Round(time.Second))
+	return fmt.Sprintf("warm-up %v at %.0f creates/s, then %.0f creates/s (latency p50 %v p99 %v), %d of %d delivered, p50 %v p99 %v, %d cut off, %d failed to open, CPU per create (server / etcd / load generator) %s; %s; with the watchers open: %s; its %d events deleted in %v",
+		r.warmup.elapsed.Round(time.Second), r.warmup.perSecond(), r.creates.perSecond(), r.createP50, r.createP99, r.received, r.expected, r.p50, r.p99, r.cutOff, r.openFailed, r.creates.perCreate(), r.creates.cpu.tail, r.memory, r.deleted, r.deleteTime.Round(time.Second))
 }
 
 // ratio is the phase's creates/s over its baseline's, 0 without one.
@@ -483,7 +482,7 @@ func selectiveWatchers(ctx context.Context, cfg Config, t *target, g *generator,
 	_ = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, cfg.DeliveryTimeout, true, func(context.Context) (bool, error) {
 		return received.Load() >= res.expected, nil
 	})
-	if res.rssBytes, res.memory, err = rss(ctx, t.config); err != nil {
+	if res.memory, err = readMemory(ctx, t.config); err != nil {
 		return res, err
 	}
 	if profileDir != "" {
@@ -526,7 +525,7 @@ const (
 // maxWarmupFactor times cfg.WatchWarmup whatever the memory does.
 func warmUp(ctx context.Context, cfg Config, t *target, create func(context.Context) error) (createResult, error) {
 	var total createResult
-	before, _, err := rss(ctx, t.config)
+	before, err := readMemory(ctx, t.config)
 	if err != nil {
 		return total, err
 	}
@@ -538,11 +537,11 @@ func warmUp(ctx context.Context, cfg Config, t *target, create func(context.Cont
 		if slice.failed > 0 {
 			return total, fmt.Errorf("warm-up: %d creates failed, first: %w", slice.failed, slice.firstErr)
 		}
-		after, _, err := rss(ctx, t.config)
+		after, err := readMemory(ctx, t.config)
 		if err != nil {
 			return total, err
 		}
-		if total.elapsed >= cfg.WatchWarmup && after < before*1.05 {
+		if total.elapsed >= cfg.WatchWarmup && after.RSS < before.RSS*1.05 {
 			break
 		}
 		before = after

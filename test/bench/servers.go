@@ -45,12 +45,19 @@ type target struct {
 	stop    func() error
 }
 
+// etcdQuota is both etcds' --quota-backend-bytes, 8 GiB (etcd's default
+// is 2 GiB): a million events take about 1 GB of kube-apiserver's
+// database in use, and more of the file.
+const etcdQuota = "8589934592"
+
 // startKubeAPIServer starts the assets' kube-apiserver on a fresh etcd
 // of the same assets through envtest, with its shipped defaults (no watch
 // cache for events).
 func startKubeAPIServer(assets string) (*target, error) {
 	ctrllog.SetLogger(logr.Discard())
-	env := &envtest.Environment{BinaryAssetsDirectory: assets}
+	etcd := &envtest.Etcd{}
+	etcd.Configure().Set("quota-backend-bytes", etcdQuota)
+	env := &envtest.Environment{BinaryAssetsDirectory: assets, ControlPlane: envtest.ControlPlane{Etcd: etcd}}
 	cfg, err := env.Start()
 	if err != nil {
 		return nil, fmt.Errorf("starting kube-apiserver: %w", err)
@@ -74,7 +81,7 @@ const benchRateLimits = `    limits:
 // that its memory is its own) in standalone mode on a fresh etcd of the
 // assets, and waits until it is ready.
 func startEventsAPIServer(ctx context.Context, assets, binary string, env []string, dir string) (*target, error) {
-	etcd, err := harness.StartEtcd(filepath.Join(assets, "etcd"), filepath.Join(dir, "etcd"), 1, "--log-level=error")
+	etcd, err := harness.StartEtcd(filepath.Join(assets, "etcd"), filepath.Join(dir, "etcd"), 1, "--log-level=error", "--quota-backend-bytes="+etcdQuota)
 	if err != nil {
 		return nil, fmt.Errorf("starting etcd: %w", err)
 	}
@@ -98,37 +105,6 @@ func startEventsAPIServer(ctx context.Context, assets, binary string, env []stri
 		return nil, errors.Join(err, stop())
 	}
 	return &target{name: "events-apiserver", config: server.RestConfig, etcdURL: etcd.Endpoints[0], stop: stop}, nil
-}
-
-// rss reads the server's resident memory from its /metrics
-// (process_resident_memory_bytes), the same way for both servers, and how
-// the Go runtime accounts for it: the heap in use, free heap not yet
-// returned to the OS, the collector's next target, goroutine stacks and
-// how many goroutines there are.
-func rss(ctx context.Context, cfg *rest.Config) (float64, string, error) {
-	c, err := rest.UnversionedRESTClientFor(withCodecs(cfg))
-	if err != nil {
-		return 0, "", err
-	}
-	m, err := harness.ScrapeMetrics(ctx, c)
-	if err != nil {
-		return 0, "", err
-	}
-	const resident = "process_resident_memory_bytes"
-	if !m.Has(resident) {
-		return 0, "", fmt.Errorf("no %s in /metrics", resident)
-	}
-	names := []string{"go_memstats_heap_inuse_bytes", "go_memstats_heap_idle_bytes", "go_memstats_heap_released_bytes", "go_memstats_next_gc_bytes", "go_memstats_stack_inuse_bytes", "go_goroutines"}
-	values := make([]float64, len(names))
-	for i, name := range names {
-		if !m.Has(name) {
-			return m.Value(resident, nil), "", nil // not a Go server's metrics: no breakdown
-		}
-		values[i] = m.Value(name, nil)
-	}
-	const mib = 1 << 20
-	return m.Value(resident, nil), fmt.Sprintf("heap in use %.0f MiB, free heap kept %.0f MiB, next GC at %.0f MiB, stacks %.0f MiB, %.0f goroutines",
-		values[0]/mib, (values[1]-values[2])/mib, values[3]/mib, values[4]/mib, values[5]), nil
 }
 
 // saveProfile writes the server's pprof profile at path (with query) to file.

@@ -50,6 +50,7 @@ func TestSmoke(t *testing.T) {
 		Writers:           4,
 		CreatesPerMode:    40,
 		Events:            300,
+		LargeEvents:       600,
 		ListSamples:       3,
 		Watchers:          []int{20},
 		AnchorMaxWatchers: 20,
@@ -81,8 +82,11 @@ func TestSmoke(t *testing.T) {
 				t.Errorf("%s: list %s found nothing", r.Server, l.selector)
 			}
 		}
-		if r.RSSBytes <= 0 {
-			t.Errorf("%s: no RSS", r.Server)
+		if r.Idle.RSS <= 0 || r.AtEvents.RSS <= 0 || r.AtEvents.HeapInUse <= 0 {
+			t.Errorf("%s: memory idle %v, at %d events %v; want both read", r.Server, r.Idle, r.Events, r.AtEvents)
+		}
+		if r.Large == nil || r.Large.Events != cfg.LargeEvents || r.Large.Memory.RSS <= 0 || r.Large.EtcdBytes <= 0 || r.Large.Fill.cpu.server <= 0 {
+			t.Errorf("%s: reading at %d events %+v, want the store filled to it and its memory, etcd and CPU read", r.Server, cfg.LargeEvents, r.Large)
 		}
 		for n, w := range r.Watches {
 			if w == nil {
@@ -107,7 +111,7 @@ func TestSmoke(t *testing.T) {
 	if ours == nil || ours.expected == 0 || ours.received != ours.expected || ours.cutOff+ours.openFailed != 0 {
 		t.Errorf("events-apiserver, 20 watchers: %+v, want every expected event delivered and none cut off", ours)
 	}
-	for _, want := range []string{"creates/s, events.k8s.io/v1 JSON", "list related.name=node-17", "RSS after", "20 selective watchers", "20 watchers: creates/s with them of without them just before", "20 watchers: create latency with them (without them just before)"} {
+	for _, want := range []string{"creates/s, events.k8s.io/v1 JSON", "list related.name=node-17", "RSS after 300 events", "RSS per event, idle to 600 events", "heap in use per event, idle to 600 events", "etcd database in use per event, at 600 events", "collector's share of the server's CPU, fill to 600 events", "20 selective watchers", "20 watchers: creates/s with them of without them just before", "20 watchers: create latency with them (without them just before)"} {
 		if !strings.Contains(table.String(), want) {
 			t.Errorf("table has no row %q", want)
 		}
