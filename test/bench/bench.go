@@ -95,8 +95,9 @@ type Config struct {
 	// DeliveryTimeout is how long, after the creates, events may take to
 	// reach their watchers before they count as missing.
 	DeliveryTimeout time.Duration
-	// ProfileDir, when set, receives events-apiserver's heap profile at the
-	// full event count and with each watcher phase's watchers open, and
+	// ProfileDir, when set, receives events-apiserver's heap profiles at
+	// Events (heap.pprof), at LargeEvents (heap-large.pprof) and with each
+	// watcher phase's watchers open, and
 	// 10 s CPU profiles of the fill (cpu.pprof), of the lists (they take
 	// less with few -list-samples) and of each watcher phase's and each
 	// baseline's measured load (cpu-watchers-N, cpu-baseline-N), with the
@@ -323,7 +324,7 @@ func measure(ctx context.Context, cfg Config, t *target) (*Result, error) {
 
 	// The watcher phases deleted their events: the store holds r.Events.
 	if fill := cfg.LargeEvents - r.Events; fill > 0 {
-		if r.Large, err = fillLarge(ctx, cfg, t, g, r.Events, fill); err != nil {
+		if r.Large, err = fillLarge(ctx, cfg, t, g, r.Events, fill, profileDir); err != nil {
 			return r, fmt.Errorf("at %d events: %w", cfg.LargeEvents, err)
 		}
 	}

@@ -19,6 +19,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 
 	"k8s.io/client-go/rest"
 
@@ -79,8 +80,9 @@ func perEvent(from, to float64, events int64) float64 {
 }
 
 // fillLarge fills the store, which holds stored events, with fill more,
-// then reads the memory and etcd's database once the server is idle.
-func fillLarge(ctx context.Context, cfg Config, t *target, g *generator, stored, fill int64) (*largeResult, error) {
+// then reads the memory and etcd's database once the server is idle, and
+// saves its heap profile in profileDir when set.
+func fillLarge(ctx context.Context, cfg Config, t *target, g *generator, stored, fill int64, profileDir string) (*largeResult, error) {
 	cfg.logf("%s: filling to %d events", t.name, cfg.LargeEvents)
 	res, err := createsIn(ctx, t, g, modes[0], cfg.Writers, fill)
 	if err != nil {
@@ -103,6 +105,11 @@ func fillLarge(ctx context.Context, cfg Config, t *target, g *generator, stored,
 		return nil, err
 	}
 	cfg.logf("%s: etcd database in use %.1f MiB at %d events", t.name, large.EtcdBytes/(1<<20), large.Events)
+	if profileDir != "" {
+		if err := saveProfile(ctx, t.config, "/debug/pprof/heap", "gc=1", filepath.Join(profileDir, "heap-large.pprof")); err != nil {
+			return nil, fmt.Errorf("heap profile: %w", err)
+		}
+	}
 	return large, nil
 }
 
