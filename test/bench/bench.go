@@ -225,7 +225,7 @@ func measure(ctx context.Context, cfg Config, t *target) (*Result, error) {
 	if err := settle(ctx, cfg, t, "the creates"); err != nil {
 		return r, err
 	}
-	if r.Idle, err = readMemory(ctx, t.config); err != nil {
+	if r.Idle, err = readMemoryAndLive(ctx, t.config); err != nil {
 		return r, err
 	}
 	cfg.logf("%s: idle: %s", t.name, r.Idle)
@@ -265,7 +265,7 @@ func measure(ctx context.Context, cfg Config, t *target) (*Result, error) {
 	if err := settle(ctx, cfg, t, "the memory reading and the lists"); err != nil {
 		return r, err
 	}
-	if r.AtEvents, err = readMemory(ctx, t.config); err != nil {
+	if r.AtEvents, err = readMemoryAndLive(ctx, t.config); err != nil {
 		return r, err
 	}
 	cfg.logf("%s: at %d events: %s", t.name, r.Events, r.AtEvents)
@@ -393,8 +393,8 @@ func WriteTable(w io.Writer, cfg Config, results []*Result) error {
 		row(fmt.Sprintf("RSS after %d events", events), mib(a.RSS), mib(b.RSS), higher(b.RSS, a.RSS))
 		ra, rb := perEvent(anchor.Idle.RSS, a.RSS, events), perEvent(ours.Idle.RSS, b.RSS, events)
 		row(fmt.Sprintf("RSS per event, idle to %d events", events), bytes(ra), bytes(rb), higher(rb, ra))
-		ha, hb := perEvent(anchor.Idle.HeapInUse, a.HeapInUse, events), perEvent(ours.Idle.HeapInUse, b.HeapInUse, events)
-		row(fmt.Sprintf("heap in use per event, idle to %d events", events), bytes(ha), bytes(hb), higher(hb, ha))
+		la, lb := perEvent(anchor.Idle.Live, a.Live, events), perEvent(ours.Idle.Live, b.Live, events)
+		row(fmt.Sprintf("live heap per event, idle to %d events", events), bytes(la), bytes(lb), higher(lb, la))
 	}
 	gcRow := func(label string, a, b createResult) {
 		share := func(r createResult) string {

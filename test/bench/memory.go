@@ -20,6 +20,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"time"
 
 	"k8s.io/client-go/rest"
 
@@ -36,12 +37,46 @@ type memory struct {
 	HeapInUse, FreeKept, NextGC float64
 	Stacks                      float64
 	Goroutines                  float64
+	// Live is the heap a collection left (go_memstats_heap_alloc_bytes
+	// right after one the reading forced); 0 when not read.
+	Live float64
 }
 
 func (m memory) String() string {
 	const mib = 1 << 20
-	return fmt.Sprintf("RSS %.0f MiB (heap in use %.0f MiB, free heap kept %.0f MiB, next GC at %.0f MiB, stacks %.0f MiB, %.0f goroutines)",
+	s := fmt.Sprintf("RSS %.0f MiB (heap in use %.0f MiB, free heap kept %.0f MiB, next GC at %.0f MiB, stacks %.0f MiB, %.0f goroutines)",
 		m.RSS/mib, m.HeapInUse/mib, m.FreeKept/mib, m.NextGC/mib, m.Stacks/mib, m.Goroutines)
+	if m.Live > 0 {
+		s += fmt.Sprintf(", live heap %.0f MiB", m.Live/mib)
+	}
+	return s
+}
+
+// readMemoryAndLive reads the server's memory as it is, then forces a
+// collection (the heap profile endpoint's gc=1, which both servers serve)
+// and reads the heap it left live.
+func readMemoryAndLive(ctx context.Context, cfg *rest.Config) (memory, error) {
+	m, err := readMemory(ctx, cfg)
+	if err != nil {
+		return m, err
+	}
+	c, err := rest.UnversionedRESTClientFor(withCodecs(cfg))
+	if err != nil {
+		return m, err
+	}
+	if _, err := c.Get().AbsPath("/debug/pprof/heap").Param("gc", "1").Timeout(2 * time.Minute).DoRaw(ctx); err != nil {
+		return m, fmt.Errorf("forcing a collection: %w", err)
+	}
+	metrics, err := harness.ScrapeMetrics(ctx, c)
+	if err != nil {
+		return m, err
+	}
+	const alloc = "go_memstats_heap_alloc_bytes"
+	if !metrics.Has(alloc) {
+		return m, fmt.Errorf("no %s in /metrics", alloc)
+	}
+	m.Live = metrics.Value(alloc, nil)
+	return m, nil
 }
 
 // readMemory reads the server's memory from its /metrics.
@@ -97,7 +132,7 @@ func fillLarge(ctx context.Context, cfg Config, t *target, g *generator, stored,
 	if err := settle(ctx, cfg, t, "the memory reading at scale"); err != nil {
 		return nil, err
 	}
-	if large.Memory, err = readMemory(ctx, t.config); err != nil {
+	if large.Memory, err = readMemoryAndLive(ctx, t.config); err != nil {
 		return nil, err
 	}
 	cfg.logf("%s: at %d events: %s", t.name, large.Events, large.Memory)
