@@ -3,7 +3,7 @@
 # events-apiserver, each on a fresh etcd of the same envtest assets, loaded
 # by unmodified client-go from test/bench; prints a Markdown table with
 # ratios. Flags are passed to hack/bench (go run ./hack/bench -h lists them).
-# Takes about 14 minutes and most of two cores: run it by hand, on a quiet
+# Takes about 35 minutes and most of two cores: run it by hand, on a quiet
 # machine.
 set -o errexit -o nounset -o pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
