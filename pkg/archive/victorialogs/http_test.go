@@ -20,12 +20,9 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -206,35 +203,11 @@ func deleteThroughService(t *testing.T, node *vlNode, cfg HTTPConfig, uid string
 	t.Helper()
 	client := node.healthClient()
 	defer client.CloseIdleConnections()
-	call := func(ctx context.Context, method, path string, form url.Values) []byte {
-		t.Helper()
-		req, err := http.NewRequestWithContext(ctx, method, node.url()+path, strings.NewReader(form.Encode()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-		req.Header.Set("AccountID", strconv.FormatUint(uint64(cfg.AccountID), 10))
-		req.Header.Set("ProjectID", strconv.FormatUint(uint64(cfg.ProjectID), 10))
-		resp, err := client.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer func() { _ = resp.Body.Close() }()
-		body, _ := io.ReadAll(resp.Body)
-		if resp.StatusCode != http.StatusOK {
-			t.Fatalf("%s %s: %s: %s", method, path, resp.Status, body)
-		}
-		return body
-	}
-	ctx := context.Background()
-	call(ctx, http.MethodPost, "/delete/run_task", url.Values{"filter": {colUID + ":=" + strconv.Quote(uid)}})
-	err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		var active []json.RawMessage
-		err := json.Unmarshal(call(ctx, http.MethodGet, "/delete/active_tasks", nil), &active)
-		return len(active) == 0, err
-	})
-	if err != nil {
-		t.Fatalf("the delete task of %s did not end: %v", uid, err)
+	tenant := http.Header{}
+	tenant.Set("AccountID", strconv.FormatUint(uint64(cfg.AccountID), 10))
+	tenant.Set("ProjectID", strconv.FormatUint(uint64(cfg.ProjectID), 10))
+	if err := harness.DeleteFromVictoriaLogs(context.Background(), client, node.url(), tenant, colUID+":="+strconv.Quote(uid), 30*time.Second); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -18,10 +18,7 @@ package history
 
 import (
 	"crypto/tls"
-	"encoding/json"
-	"io"
 	"net/http"
-	"net/url"
 	"os"
 	"slices"
 	"strings"
@@ -32,6 +29,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/kube-events/events-apiserver/test/harness"
 	"github.com/kube-events/events-apiserver/test/integration/framework"
 )
 
@@ -73,36 +71,10 @@ func TestDeleteFromArchive(t *testing.T) {
 	}
 	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: sec.roots, MinVersion: tls.VersionTLS12}}}
 	defer client.CloseIdleConnections()
-	call := func(method, path string, form url.Values) []byte {
-		t.Helper()
-		req, err := http.NewRequestWithContext(ctx, method, archiveURL+path, strings.NewReader(form.Encode()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-		req.SetBasicAuth(archiveUser, strings.TrimSpace(string(password)))
-		resp, err := client.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer func() { _ = resp.Body.Close() }()
-		body, _ := io.ReadAll(resp.Body)
-		if resp.StatusCode != http.StatusOK {
-			t.Fatalf("%s %s: %s: %s", method, path, resp.Status, body)
-		}
-		return body
-	}
-	var task struct {
-		TaskID string `json:"task_id"`
-	}
-	if err := json.Unmarshal(call(http.MethodPost, "/delete/run_task", url.Values{"filter": {`uid:"` + string(secret.UID) + `"`}}), &task); err != nil || task.TaskID == "" {
-		t.Fatalf("/delete/run_task: task %+v, %v", task, err)
-	}
-	if err := waitPoll(ctx, 30*time.Second, func() bool {
-		var active []json.RawMessage
-		return json.Unmarshal(call(http.MethodGet, "/delete/active_tasks", nil), &active) == nil && len(active) == 0
-	}); err != nil {
-		t.Fatalf("delete task %s still active: %v", task.TaskID, err)
+	auth := &http.Request{Header: http.Header{}}
+	auth.SetBasicAuth(archiveUser, strings.TrimSpace(string(password)))
+	if err := harness.DeleteFromVictoriaLogs(ctx, client, archiveURL, auth.Header, `uid:"`+string(secret.UID)+`"`, 30*time.Second); err != nil {
+		t.Fatal(err)
 	}
 
 	var after []eventsv1.Event
