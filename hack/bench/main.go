@@ -39,6 +39,7 @@ func main() {
 	flag.IntVar(&cfg.Writers, "writers", cfg.Writers, "concurrent writers")
 	flag.Int64Var(&cfg.CreatesPerMode, "creates-per-mode", cfg.CreatesPerMode, "creates measured per version and media type")
 	flag.Int64Var(&cfg.Events, "events", cfg.Events, "events in the store when lists and memory are measured")
+	flag.Int64Var(&cfg.LargeEvents, "large-events", cfg.LargeEvents, "events the store is filled to after the watcher phases, for the memory reading at scale (0: none)")
 	flag.IntVar(&cfg.ListSamples, "list-samples", cfg.ListSamples, "lists timed per selector, at least")
 	flag.DurationVar(&cfg.ListDuration, "list-duration", cfg.ListDuration, "how long lists are timed per selector, at least")
 	flag.IntVar(&cfg.AnchorMaxWatchers, "anchor-max-watchers", cfg.AnchorMaxWatchers, "most watchers put on kube-apiserver (no events watch cache: one etcd watch each)")
