@@ -81,8 +81,7 @@ type foldedSeries struct {
 	creates    int
 	lastCreate time.Time
 	// live is the event creates are folded into, as last stored; nil until
-	// a burst reached Folding.After creates (a copy of each stored create
-	// is kept only from then: most series never turn hot).
+	// a create of this burst was stored.
 	live *core.Event
 	// finished is true once the live event's series was found Finished:
 	// nothing more is folded into it.
@@ -224,9 +223,8 @@ func (f *Folder) create(ctx context.Context, event *core.Event, out runtime.Obje
 			return err
 		}
 		s.mu.Lock()
-		if !s.armed && s.creates >= int(f.config.After) {
-			// The next create of the burst may be folded into this one
-			// (unless a write of the previous live event is coming).
+		if !s.armed {
+			// Unless a write of the previous live event is coming.
 			s.live = answer.DeepCopy()
 		}
 		s.mu.Unlock()
