@@ -27,9 +27,9 @@ const noChunk = ^uint32(0)
 // mappedBytes is the memory every table's arenas hold, outside the Go heap.
 var mappedBytes atomic.Int64
 
-// MappedBytes is how many bytes the arenas of all open tables hold outside
-// the Go heap: memory the runtime does not see, to count against a memory
-// limit.
+// MappedBytes is how many bytes the arenas of all open tables hold: on
+// Linux, memory mapped outside the Go heap, which the runtime does not see,
+// to count against a memory limit.
 func MappedBytes() int64 { return mappedBytes.Load() }
 
 // chunk is a block of arena memory that records are appended to.
@@ -63,6 +63,8 @@ type arena struct {
 	queue []uint32
 	// live is the bytes of live records, mapped the bytes of all chunks.
 	live, mapped int64
+	// compactions counts the chunks compacted.
+	compactions int
 }
 
 func newArena(chunkSize int) arena {
@@ -196,5 +198,5 @@ func (a *arena) freeAll() {
 			a.freeChunk(uint32(ci))
 		}
 	}
-	*a = newArena(a.chunkSize)
+	*a = arena{chunkSize: a.chunkSize, tail: noChunk, compactions: a.compactions}
 }

@@ -577,7 +577,8 @@ var (
 // runModel drives a table and its model from src for at most ops
 // operations, checking every answer, and the whole table every checkEvery
 // operations and at the end.
-func runModel(t *testing.T, src source, ops, chunkSize, checkEvery int) {
+// It returns how many chunks were compacted.
+func runModel(t *testing.T, src source, ops, chunkSize, checkEvery int) int {
 	tab := newTableSize(testIndexes, chunkSize)
 	defer tab.Close()
 	m := model{}
@@ -610,9 +611,7 @@ func runModel(t *testing.T, src source, ops, chunkSize, checkEvery int) {
 		return string(b)
 	}
 	var rv uint64
-	compactions := 0
 	for op := 0; op < ops && !src.done(); op++ {
-		chunksBefore := tab.Stats().ArenaBytes
 		switch c := src.intn(100); {
 		case c < 40:
 			rv++
@@ -667,9 +666,6 @@ func runModel(t *testing.T, src source, ops, chunkSize, checkEvery int) {
 				m = model{}
 			}
 		}
-		if tab.Stats().ArenaBytes < chunksBefore {
-			compactions++
-		}
 		if tab.Len() != len(m) {
 			t.Fatalf("op %d: Len() = %d, want %d", op, tab.Len(), len(m))
 		}
@@ -678,7 +674,8 @@ func runModel(t *testing.T, src source, ops, chunkSize, checkEvery int) {
 		}
 	}
 	checkModel(t, tab, m)
-	t.Logf("%d entries, %d times the arena shrank, %+v", len(m), compactions, tab.Stats())
+	t.Logf("%d entries, %d chunks compacted, %+v", len(m), tab.arena.compactions, tab.Stats())
+	return tab.arena.compactions
 }
 
 // checkModel compares every entry of the table, byte for byte, and every
@@ -710,7 +707,9 @@ func TestTableModel(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			seed := time.Now().UnixNano()
 			t.Logf("seed %d", seed)
-			runModel(t, randSource{rand.New(rand.NewSource(seed))}, tc.ops, tc.chunkSize, 97)
+			if n := runModel(t, randSource{rand.New(rand.NewSource(seed))}, tc.ops, tc.chunkSize, 97); n == 0 {
+				t.Errorf("no chunk was compacted")
+			}
 		})
 	}
 }
@@ -757,7 +756,10 @@ func TestTableChurnMemory(t *testing.T) {
 		peak = max(peak, st.ArenaBytes)
 	}
 	checkInvariants(t, tab)
-	t.Logf("%+v; peak arena %d bytes, arena/live at most %.2f after the first %d operations", tab.Stats(), peak, maxRatio, liveKeys)
+	if tab.arena.compactions == 0 {
+		t.Errorf("no chunk was compacted")
+	}
+	t.Logf("%d chunks compacted; %+v; peak arena %d bytes, arena/live at most %.2f after the first %d operations", tab.arena.compactions, tab.Stats(), peak, maxRatio, liveKeys)
 }
 
 // benchEntry is a realistic event: key, encoded object, index values.
@@ -784,11 +786,11 @@ func benchEntries(n int) []benchEntry {
 			key:   fmt.Sprintf("/registry/events/%s/%s.%x", ns, pod, r.Uint64()),
 			value: value,
 			index: [][]string{
-				{pod},                           // involvedObject.name
+				{pod},                              // involvedObject.name
 				{fmt.Sprintf("%016x", r.Uint64())}, // involvedObject.uid
-				{pod + ".event"},                // metadata.name
-				{reasons[r.Intn(len(reasons))]}, // reason
-				{typ},                           // type
+				{pod + ".event"},                   // metadata.name
+				{reasons[r.Intn(len(reasons))]},    // reason
+				{typ},                              // type
 			},
 		}
 	}
