@@ -180,6 +180,15 @@ func (p *postings) appendIDs(dst []uint32, h uint64) []uint32 {
 	return p.lists[v&^listBit].appendIDs(dst)
 }
 
+// list returns the list of h, nil when h has none or a single id.
+func (p *postings) list(h uint64) *posting {
+	i, ok := p.find(h)
+	if !ok || p.vals[i]&listBit == 0 {
+		return nil
+	}
+	return &p.lists[p.vals[i]&^listBit]
+}
+
 // reset empties the postings.
 func (p *postings) reset() { *p = postings{} }
 
@@ -238,6 +247,16 @@ func (l *posting) remove(id uint32, nIDs int) {
 	if cap(l.ids) > 64 && 4*len(l.ids) < cap(l.ids) {
 		l.ids = slices.Clip(slices.Clone(l.ids))
 	}
+}
+
+// has is whether the posting holds id.
+func (l *posting) has(id uint32) bool {
+	if l.bits != nil {
+		w := int(id / 64)
+		return w < len(l.bits) && l.bits[w]&(1<<(id%64)) != 0
+	}
+	_, found := slices.BinarySearch(l.ids, id)
+	return found
 }
 
 // appendIDs appends the posting's ids, ascending, to dst.

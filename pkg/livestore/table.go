@@ -369,6 +369,13 @@ func start(prefix, after string) string {
 // valid during the call, values until the next mutation. fn may read the
 // table but not change it.
 func (t *Table) Ascend(prefix, after string, fn func(key string, rv uint64, value []byte) bool) {
+	t.ascend(prefix, after, nil, fn)
+}
+
+// ascend is Ascend over the entries whose id keep keeps (all when nil).
+// It walks the tree in batches and calls fn between them, outside the
+// tree's iteration, so that fn may search the table.
+func (t *Table) ascend(prefix, after string, keep func(id uint32) bool, fn func(key string, rv uint64, value []byte) bool) {
 	// Keys are from `from` on, and skip (after, then the last key of the
 	// batch before) is passed over.
 	from, skip := start(prefix, after), after
@@ -381,7 +388,7 @@ func (t *Table) Ascend(prefix, after string, fn func(key string, rv uint64, valu
 			if !strings.HasPrefix(k, prefix) {
 				return false
 			}
-			if skip != "" && k == skip {
+			if skip != "" && k == skip || keep != nil && !keep(id) {
 				return true
 			}
 			batch[n] = id
@@ -415,8 +422,15 @@ func (t *Table) Lookup(index, value, prefix string, fn func(key string, rv uint6
 	if i < 0 {
 		return false
 	}
+	h := t.hash(i, value)
+	if l := t.postings.list(h); l != nil && l.bits != nil {
+		// The value is common: walk the prefix in key order, keeping
+		// the posting's ids, rather than sort them.
+		t.ascend(prefix, "", l.has, fn)
+		return true
+	}
 	var one [1]uint32
-	ids := t.postings.appendIDs(one[:0], t.hash(i, value))
+	ids := t.postings.appendIDs(one[:0], h)
 	ids = slices.DeleteFunc(ids, func(id uint32) bool { return !strings.HasPrefix(t.keyOf(id), prefix) })
 	slices.SortFunc(ids, func(a, b uint32) int { return strings.Compare(t.keyOf(a), t.keyOf(b)) })
 	for _, id := range ids {

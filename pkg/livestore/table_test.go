@@ -367,6 +367,18 @@ func TestTableDensePostings(t *testing.T) {
 			if diff := cmp.Diff(want, keysOf()); diff != "" {
 				t.Errorf("Lookup (-want +got):\n%s", diff)
 			}
+			var wantPrefix, gotPrefix []string
+			for _, k := range want {
+				if strings.HasPrefix(k, "/k/019") && len(wantPrefix) < 5 {
+					wantPrefix = append(wantPrefix, k)
+				}
+			}
+			for _, e := range must(lookup(tab, "ns", "common", "/k/019", 5)) {
+				gotPrefix = append(gotPrefix, e.Key)
+			}
+			if diff := cmp.Diff(wantPrefix, gotPrefix); diff != "" {
+				t.Errorf("Lookup with a prefix and a limit (-want +got):\n%s", diff)
+			}
 			i, _ := tab.postings.find(tab.hash(0, "common"))
 			l := tab.postings.lists[tab.postings.vals[i]&^listBit]
 			if got := l.bits != nil; got != tc.wantBits {
@@ -574,15 +586,28 @@ var (
 	modelValues   = []string{"x", "y", "z", "w", ""}
 )
 
+// modelConfig is the shape of a randomized run.
+type modelConfig struct {
+	// ops is the most operations to run, checkEvery how often to check
+	// the whole table (0: at the end only).
+	ops, checkEvery int
+	chunkSize       int
+	// keysPerPrefix is how many keys each of 4 prefixes has, values how
+	// many of modelValues the indexes draw from.
+	keysPerPrefix, values int
+}
+
 // runModel drives a table and its model from src for at most ops
 // operations, checking every answer, and the whole table every checkEvery
 // operations and at the end.
 // It returns how many chunks were compacted.
-func runModel(t *testing.T, src source, ops, chunkSize, checkEvery int) int {
+func runModel(t *testing.T, src source, cfg modelConfig) int {
+	ops, chunkSize, checkEvery := cfg.ops, cfg.chunkSize, cfg.checkEvery
+	keys, values := cfg.keysPerPrefix, modelValues[:cfg.values]
 	tab := newTableSize(testIndexes, chunkSize)
 	defer tab.Close()
 	m := model{}
-	key := func() string { return modelPrefixes[src.intn(4)] + fmt.Sprintf("k%02d", src.intn(40)) }
+	key := func() string { return modelPrefixes[src.intn(4)] + fmt.Sprintf("k%02d", src.intn(keys)) }
 	prefix := func() string { return modelPrefixes[src.intn(len(modelPrefixes))] }
 	after := func() string {
 		switch src.intn(3) {
@@ -611,6 +636,7 @@ func runModel(t *testing.T, src source, ops, chunkSize, checkEvery int) int {
 		return string(b)
 	}
 	var rv uint64
+	bitmaps := 0
 	for op := 0; op < ops && !src.done(); op++ {
 		switch c := src.intn(100); {
 		case c < 40:
@@ -620,7 +646,7 @@ func runModel(t *testing.T, src source, ops, chunkSize, checkEvery int) int {
 			for range src.intn(len(testIndexes) + 2) {
 				var vals []string
 				for range src.intn(3) {
-					vals = append(vals, modelValues[src.intn(len(modelValues))])
+					vals = append(vals, values[src.intn(len(values))])
 				}
 				idx = append(idx, vals)
 			}
@@ -647,7 +673,7 @@ func runModel(t *testing.T, src source, ops, chunkSize, checkEvery int) int {
 				t.Fatalf("op %d: Ascend(%q, %q) limit %d (-want +got):\n%s", op, p, a, limit, diff)
 			}
 		case c < 94:
-			i, v, p, limit := src.intn(len(testIndexes)), modelValues[src.intn(len(modelValues))], prefix(), src.intn(3)
+			i, v, p, limit := src.intn(len(testIndexes)), values[src.intn(len(values))], prefix(), src.intn(3)
 			got, ok := lookup(tab, testIndexes[i], v, p, limit)
 			if !ok {
 				t.Fatalf("op %d: Lookup(%q) not ok", op, testIndexes[i])
@@ -666,6 +692,13 @@ func runModel(t *testing.T, src source, ops, chunkSize, checkEvery int) int {
 				m = model{}
 			}
 		}
+		if cfg.values == 1 && op%97 == 0 {
+			for _, l := range tab.postings.lists {
+				if l.bits != nil {
+					bitmaps++
+				}
+			}
+		}
 		if tab.Len() != len(m) {
 			t.Fatalf("op %d: Len() = %d, want %d", op, tab.Len(), len(m))
 		}
@@ -674,6 +707,9 @@ func runModel(t *testing.T, src source, ops, chunkSize, checkEvery int) int {
 		}
 	}
 	checkModel(t, tab, m)
+	if cfg.values == 1 && bitmaps == 0 {
+		t.Errorf("no posting was a bitmap")
+	}
 	t.Logf("%d entries, %d chunks compacted, %+v", len(m), tab.arena.compactions, tab.Stats())
 	return tab.arena.compactions
 }
@@ -687,8 +723,10 @@ func checkModel(t *testing.T, tab *Table, m model) {
 	}
 	for i, name := range testIndexes {
 		for _, v := range modelValues {
-			if diff := cmp.Diff(m.lookup(i, v, ""), must(lookup(tab, name, v, "", 0))); diff != "" {
-				t.Fatalf("Lookup(%q, %q) (-want +got):\n%s", name, v, diff)
+			for _, p := range modelPrefixes {
+				if diff := cmp.Diff(m.lookup(i, v, p), must(lookup(tab, name, v, p, 0))); diff != "" {
+					t.Fatalf("Lookup(%q, %q, %q) (-want +got):\n%s", name, v, p, diff)
+				}
 			}
 		}
 	}
@@ -697,17 +735,18 @@ func checkModel(t *testing.T, tab *Table, m model) {
 
 func TestTableModel(t *testing.T) {
 	for _, tc := range []struct {
-		name      string
-		chunkSize int
-		ops       int
+		name string
+		cfg  modelConfig
 	}{
-		{name: "small chunks", chunkSize: 4096, ops: 20000},
-		{name: "page-multiple chunks", chunkSize: 3 * 4096, ops: 20000},
+		{name: "small chunks", cfg: modelConfig{ops: 20000, checkEvery: 97, chunkSize: 4096, keysPerPrefix: 40, values: len(modelValues)}},
+		{name: "page-multiple chunks", cfg: modelConfig{ops: 20000, checkEvery: 97, chunkSize: 3 * 4096, keysPerPrefix: 40, values: len(modelValues)}},
+		// One value most entries hold: postings turn into bitmaps.
+		{name: "dense postings", cfg: modelConfig{ops: 20000, checkEvery: 97, chunkSize: 4096, keysPerPrefix: 150, values: 1}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			seed := time.Now().UnixNano()
 			t.Logf("seed %d", seed)
-			if n := runModel(t, randSource{rand.New(rand.NewSource(seed))}, tc.ops, tc.chunkSize, 97); n == 0 {
+			if n := runModel(t, randSource{rand.New(rand.NewSource(seed))}, tc.cfg); n == 0 {
 				t.Errorf("no chunk was compacted")
 			}
 		})
@@ -724,7 +763,7 @@ func FuzzTable(f *testing.F) {
 	}
 	f.Add(seed)
 	f.Fuzz(func(t *testing.T, data []byte) {
-		runModel(t, &byteSource{b: data}, 2000, 4096, 0)
+		runModel(t, &byteSource{b: data}, modelConfig{ops: 2000, chunkSize: 4096, keysPerPrefix: 40, values: len(modelValues)})
 	})
 }
 
