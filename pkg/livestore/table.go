@@ -39,7 +39,8 @@ const btreeDegree = 32
 const ascendBatch = 64
 
 // slot is where an entry's record is, and its resourceVersion: the entry
-// of an id. chunk is noChunk for a free id.
+// of an id, 16 bytes. The record's length is in its header. chunk is
+// noChunk for a free id.
 type slot struct {
 	rv    uint64
 	chunk uint32
@@ -481,8 +482,12 @@ func (t *Table) Stats() TableStats {
 	return TableStats{Entries: t.entries, LiveBytes: t.arena.live, ArenaBytes: t.arena.mapped}
 }
 
-// Close returns the arenas' memory; the table is unusable after.
+// Close returns the arenas' memory; the table is unusable after. Closing
+// again does nothing.
 func (t *Table) Close() {
+	if t.tree == nil {
+		return
+	}
 	t.Reset()
 	t.tree = nil
 }

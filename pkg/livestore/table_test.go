@@ -423,6 +423,7 @@ func TestTableCloseReturnsMemory(t *testing.T) {
 		t.Errorf("MappedBytes grew by %d, Stats().ArenaBytes = %d", MappedBytes()-before, st.ArenaBytes)
 	}
 	tab.Close()
+	tab.Close()
 	if got := MappedBytes() - before; got != 0 {
 		t.Errorf("MappedBytes after Close grew by %d, want 0", got)
 	}
