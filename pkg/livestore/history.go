@@ -74,7 +74,7 @@ func newHistory(budget int) *history {
 		budget += chunkGranule - rem
 	}
 	ring := allocChunk(budget)
-	mappedBytes.Add(int64(len(ring)))
+	addMapped(int64(len(ring)))
 	return &history{ring: ring}
 }
 
@@ -83,7 +83,7 @@ func (h *history) close() {
 	if h.ring == nil {
 		return
 	}
-	mappedBytes.Add(-int64(len(h.ring)))
+	addMapped(-int64(len(h.ring)))
 	freeChunk(h.ring)
 	h.ring = nil
 }
