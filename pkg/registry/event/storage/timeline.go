@@ -42,11 +42,12 @@ import (
 // It is fed beneath the watch cache, by the list and the watch the cacher
 // reads etcd with (CacherWithTimeline): every change reaches the timeline
 // before the cacher, so once the cacher has answered a consistent read at
-// revision R, the timeline holds every change up to R. It keeps the
-// objects the watch delivers, which the cacher keeps too (no copy); for an
-// event the cacher's list read and nothing changed since, it keeps the
-// order alone and reads the object from the watch cache when a page needs
-// it (the cacher keeps copies of what it lists).
+// revision R, the timeline holds every change up to R. Over the watch
+// cache it keeps the objects the watch delivers, which the cacher keeps too
+// (no copy); for an event the cacher's list read and nothing changed since,
+// and for every event over the compact live store (which keeps bytes), it
+// keeps the order alone and reads the object from the store when a page
+// needs it.
 type Timeline struct {
 	mu          sync.RWMutex
 	byName      map[types.NamespacedName]*timelineEntry
@@ -61,6 +62,11 @@ type Timeline struct {
 	// revision Sync waits for. Both set by CacherWithTimeline.
 	fetch func(ctx context.Context, name types.NamespacedName, resourceVersion string) (*core.Event, error)
 	etcd  storage.Interface
+	// keepWatched says the timeline keeps the events the watch delivers:
+	// the watch cache keeps them too, and a fetch would cost a copy. The
+	// compact live store keeps bytes: the timeline keeps the order alone,
+	// and fetches.
+	keepWatched bool
 	// fed says a watch cache feeds the timeline.
 	fed atomic.Bool
 	// resourceVersion is the newest revision the timeline has seen (of an
@@ -264,7 +270,7 @@ func (t *Timeline) observe(event watch.Event) {
 	defer t.mu.Unlock()
 	switch event.Type {
 	case watch.Added, watch.Modified:
-		e, _ := newTimelineEntry(ev, true) // rv parsed above
+		e, _ := newTimelineEntry(ev, t.keepWatched) // rv parsed above
 		t.put(e)
 	case watch.Deleted:
 		t.remove(types.NamespacedName{Namespace: ev.Namespace, Name: ev.Name})
@@ -320,10 +326,10 @@ func (t *Timeline) Get(ctx context.Context, name types.NamespacedName) (*core.Ev
 	return t.eventOf(ctx, e)
 }
 
-func (t *Timeline) feed(etcd storage.Interface, fetch func(ctx context.Context, name types.NamespacedName, resourceVersion string) (*core.Event, error)) {
+func (t *Timeline) feed(etcd storage.Interface, fetch func(ctx context.Context, name types.NamespacedName, resourceVersion string) (*core.Event, error), keepWatched bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.etcd, t.fetch = etcd, fetch
+	t.etcd, t.fetch, t.keepWatched = etcd, fetch, keepWatched
 }
 
 // eventOf is e's state; t.mu is held.

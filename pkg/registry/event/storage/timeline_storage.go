@@ -175,7 +175,7 @@ func storeCacheDecorator(kind StoreCache, timeline *Timeline) generic.StorageDec
 					return nil, err
 				}
 				return event, nil
-			})
+			}, kind != CompactStore)
 		}
 		var once sync.Once
 		return served, func() {
