@@ -18,6 +18,7 @@ package storage
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -228,6 +229,51 @@ func TestStatelessSeriesField(t *testing.T) {
 			}
 			if diff := cmp.Diff(wantIndexed, indexed); diff != "" {
 				t.Errorf("indexed under (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// The series state index holds each series under its stored state, the
+// value series.state selects it by, and events without a state under no
+// value: an indexed list of a state reads the same events as a full scan.
+func TestSeriesStateIndex(t *testing.T) {
+	ongoing := fullEvent()
+	ongoing.Series.State = core.EventSeriesStateOngoing
+	finished := fullEvent()
+	finished.Series.State = core.EventSeriesStateFinished
+	stateless := fullEvent()
+	stateless.Series.State = ""
+	singleton := fullEvent()
+	singleton.Series = nil
+	index := (*Indexers())[storage.FieldIndex(IndexSeriesState)]
+	for _, tt := range []struct {
+		name  string
+		event *core.Event
+		want  []string
+	}{
+		{"Ongoing", ongoing, []string{"Ongoing"}},
+		{"Finished", finished, []string{"Finished"}},
+		{"series without state", stateless, nil},
+		{"singleton", singleton, nil},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			indexed, err := index(tt.event)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, indexed); diff != "" {
+				t.Errorf("indexed under (-want +got):\n%s", diff)
+			}
+			for _, state := range []string{"Ongoing", "Finished"} {
+				predicate := Matcher(labels.Everything(), fields.OneTermEqualSelector(IndexSeriesState, state))
+				selected, err := predicate.Matches(tt.event)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if indexedUnder := slices.Contains(indexed, state); selected != indexedUnder {
+					t.Errorf("series.state=%s selects it: %v, indexed under %s: %v", state, selected, state, indexedUnder)
+				}
 			}
 		})
 	}

@@ -47,13 +47,17 @@ const (
 	// "Kind/name" or UID: each event is indexed under those of its
 	// regarding object and of every ancestor of it.
 	IndexAncestor = eventconversion.FieldAncestor
+	// IndexSeriesState finds the series in a state: the sweeper lists the
+	// Ongoing ones every interval. Events without a series state are
+	// indexed under no value.
+	IndexSeriesState = eventconversion.FieldSeriesState
 )
 
 // indexedFields are the fields with an index, in the order the watch cache
 // tries them when a selector names several. FieldStatelessSeries is the
 // series-state controller's: its index holds only the series stored
 // without a state, so the controller's periodic list reads those alone.
-var indexedFields = []string{IndexRegardingName, IndexAncestor, IndexRelatedName, FieldStatelessSeries}
+var indexedFields = []string{IndexRegardingName, IndexAncestor, IndexRelatedName, FieldStatelessSeries, IndexSeriesState}
 
 // Indexers are the watch cache's indexes, one per indexed field, named as
 // the cacher expects (storage.FieldIndex).
@@ -68,6 +72,16 @@ func Indexers() *cache.Indexers {
 			}
 			regarding := &event.InvolvedObject
 			return ancestry.Terms(regarding.Kind, regarding.Name, string(regarding.UID), event.Annotations[ancestry.Annotation]), nil
+		},
+		storage.FieldIndex(IndexSeriesState): func(obj any) ([]string, error) {
+			event, ok := obj.(*core.Event)
+			if !ok {
+				return nil, fmt.Errorf("not an event: %T", obj)
+			}
+			if event.Series == nil || event.Series.State == "" {
+				return nil, nil
+			}
+			return []string{string(event.Series.State)}, nil
 		},
 		storage.FieldIndex(FieldStatelessSeries): func(obj any) ([]string, error) {
 			event, ok := obj.(*core.Event)
