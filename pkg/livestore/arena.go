@@ -59,7 +59,7 @@ func SharedMemoryLimit() int64 { return sharedLimit.Load() }
 
 // addMapped counts n more bytes mapped (fewer when negative).
 func addMapped(n int64) {
-	mappedBytes.Add(n)
+	mappedBytesGauge.Set(float64(mappedBytes.Add(n)))
 	followSharedLimit()
 }
 

@@ -142,6 +142,7 @@ func New(config Config) (*Store, error) {
 	if config.Storage == nil || config.Codec == nil || config.KeyFunc == nil || config.NewFunc == nil || config.NewListFunc == nil || config.GetAttrsFunc == nil {
 		return nil, fmt.Errorf("livestore: incomplete configuration for %v", config.GroupResource)
 	}
+	registerMetrics()
 	if config.HistoryBytes <= 0 {
 		config.HistoryBytes = DefaultHistoryBytes
 	}
@@ -154,7 +155,7 @@ func New(config Config) (*Store, error) {
 		versioner: storage.APIObjectVersioner{},
 		clock:     clk,
 		history:   newHistory(config.HistoryBytes),
-		watchers:  newWatcherSet(),
+		watchers:  newWatcherSet(config.GroupResource.String()),
 		done:      make(chan struct{}),
 	}
 	s.cond = sync.NewCond(s.mu.RLocker())
@@ -225,6 +226,7 @@ func (s *Store) run(ctx context.Context) {
 			return
 		}
 		klog.FromContext(ctx).Info("Live store relisting", "resource", s.config.GroupResource, "err", err)
+		relistsTotal.WithLabelValues(s.config.GroupResource.String()).Inc()
 		select {
 		case <-ctx.Done():
 			return
@@ -248,6 +250,7 @@ func (s *Store) listAndWatch(ctx context.Context) error {
 	s.rv = listRV
 	s.ready = true
 	s.history.reset(listRV)
+	objectsGauge.WithLabelValues(s.config.GroupResource.String()).Set(float64(table.Len()))
 	// The watchers were served from the table just replaced: a watch
 	// started before a relist cannot go on, as the watch cache's.
 	s.watchers.terminateAll()
@@ -421,6 +424,7 @@ func (s *Store) apply(event watch.Event) error {
 	s.history.add(change)
 	o.value = nil // the next prepare's buffer; the watchers read obj
 	s.watchers.dispatch(s, change)
+	objectsGauge.WithLabelValues(s.config.GroupResource.String()).Set(float64(s.table.Len()))
 	s.cond.Broadcast()
 	return nil
 }

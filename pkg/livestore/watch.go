@@ -33,6 +33,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/apiserver/pkg/storage"
 	cachekey "k8s.io/apiserver/pkg/storage/cacher/key"
+	"k8s.io/component-base/metrics"
 	"k8s.io/klog/v2"
 )
 
@@ -182,17 +183,23 @@ func (w *watcher) send(c *change) bool {
 // watcherSet is the store's watchers, those requiring a trigger value
 // by that value.
 type watcherSet struct {
+	// watchers counts them in the metrics.
+	watchers  metrics.GaugeMetric
 	all       map[*watcher]struct{}
 	untrigged map[*watcher]struct{}
 	byTrigger map[string]map[*watcher]struct{}
 }
 
-func newWatcherSet() *watcherSet {
-	return &watcherSet{all: map[*watcher]struct{}{}, untrigged: map[*watcher]struct{}{}, byTrigger: map[string]map[*watcher]struct{}{}}
+func newWatcherSet(resource string) *watcherSet {
+	return &watcherSet{
+		watchers: watchersGauge.WithLabelValues(resource),
+		all:      map[*watcher]struct{}{}, untrigged: map[*watcher]struct{}{}, byTrigger: map[string]map[*watcher]struct{}{},
+	}
 }
 
 func (ws *watcherSet) add(w *watcher) {
 	ws.all[w] = struct{}{}
+	ws.watchers.Set(float64(len(ws.all)))
 	if !w.triggered {
 		ws.untrigged[w] = struct{}{}
 		return
@@ -207,6 +214,7 @@ func (ws *watcherSet) add(w *watcher) {
 
 func (ws *watcherSet) remove(w *watcher) {
 	delete(ws.all, w)
+	ws.watchers.Set(float64(len(ws.all)))
 	delete(ws.untrigged, w)
 	if set := ws.byTrigger[w.triggerValue]; set != nil {
 		delete(set, w)
@@ -241,6 +249,7 @@ func (ws *watcherSet) dispatch(s *Store, c *change) {
 		case w.input <- c:
 		default:
 			klog.V(2).InfoS("Ending a watcher too slow to follow", "resource", s.config.GroupResource, "prefix", w.prefix)
+			slowWatchersTotal.WithLabelValues(s.config.GroupResource.String()).Inc()
 			ws.remove(w)
 			w.terminate()
 		}

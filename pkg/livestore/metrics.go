@@ -1,0 +1,63 @@
+/*
+Copyright The events-apiserver Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+	http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+package livestore
+
+import (
+	"sync"
+
+	"k8s.io/component-base/metrics"
+	"k8s.io/component-base/metrics/legacyregistry"
+)
+
+var (
+	objectsGauge = metrics.NewGaugeVec(&metrics.GaugeOpts{
+		Namespace: "events_apiserver", Subsystem: "live_store", Name: "objects",
+		Help:           "Objects the compact live store holds, by resource.",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"resource"})
+	mappedBytesGauge = metrics.NewGauge(&metrics.GaugeOpts{
+		Namespace: "events_apiserver", Subsystem: "live_store", Name: "mapped_bytes",
+		Help: "Memory the compact live store maps outside the Go heap (its tables' arenas and its watch histories' rings), " +
+			"which counts against the process's soft memory limit with the heap.",
+		StabilityLevel: metrics.ALPHA,
+	})
+	relistsTotal = metrics.NewCounterVec(&metrics.CounterOpts{
+		Namespace: "events_apiserver", Subsystem: "live_store", Name: "relists_total",
+		Help:           "Lists that reloaded the compact live store after its etcd watch ended (a compacted revision, etcd unavailable), by resource; each ends the watches it served.",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"resource"})
+	watchersGauge = metrics.NewGaugeVec(&metrics.GaugeOpts{
+		Namespace: "events_apiserver", Subsystem: "live_store", Name: "watchers",
+		Help:           "Watches the compact live store serves, by resource.",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"resource"})
+	slowWatchersTotal = metrics.NewCounterVec(&metrics.CounterOpts{
+		Namespace: "events_apiserver", Subsystem: "live_store", Name: "slow_watchers_total",
+		Help:           "Watches ended because their client did not keep up with the changes (a full buffer), by resource; clients resume from the last revision they got.",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"resource"})
+
+	registerOnce sync.Once
+)
+
+// registerMetrics registers the store's metrics in the legacy registry,
+// which the server's /metrics serves. Safe to call more than once.
+func registerMetrics() {
+	registerOnce.Do(func() {
+		legacyregistry.MustRegister(objectsGauge, mappedBytesGauge, relistsTotal, watchersGauge, slowWatchersTotal)
+		mappedBytesGauge.Set(float64(MappedBytes()))
+	})
+}
