@@ -24,6 +24,7 @@ import (
 	"reflect"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -37,10 +38,12 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/apiserver/pkg/features"
 	"k8s.io/apiserver/pkg/storage"
 	"k8s.io/apiserver/pkg/storage/cacher/delegator"
 	cachekey "k8s.io/apiserver/pkg/storage/cacher/key"
 	"k8s.io/apiserver/pkg/storage/cacher/progress"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
@@ -181,6 +184,11 @@ func New(config Config) (*Store, error) {
 		return nil, fmt.Errorf("livestore: at most one trigger, got %d", len(config.IndexerFuncs))
 	}
 	s.table = NewTable(names)
+	if utilfeature.DefaultFeatureGate.Enabled(features.SizeBasedListCostEstimate) {
+		if err := config.Storage.EnableResourceSizeEstimation(s.keys); err != nil {
+			return nil, fmt.Errorf("livestore: enabling the size estimation of %v: %w", config.GroupResource, err)
+		}
+	}
 	metadataSource := metadata.New(map[string]string{"source": "livestore"})
 	s.progress = progress.NewConditionalProgressRequester(config.Storage.RequestWatchProgress, clk, metadataSource)
 
@@ -557,6 +565,27 @@ func (s *Store) Get(ctx context.Context, key string, opts storage.GetOptions, ob
 	}
 	out.Set(in)
 	return nil
+}
+
+// keys are the keys of every object, once the store has reached etcd's
+// current revision: what etcd's size estimation counts, as the watch
+// cache gives it.
+func (s *Store) keys(ctx context.Context) ([]string, error) {
+	rv, err := s.config.Storage.GetCurrentResourceVersion(ctx)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if err := s.waitFreshLocked(ctx, rv); err != nil {
+		return nil, err
+	}
+	keys := make([]string, 0, s.table.Len())
+	s.table.Ascend(s.config.ResourcePrefix, "", func(key string, _ uint64, _ []byte) bool {
+		keys = append(keys, strings.Clone(key))
+		return true
+	})
+	return keys, nil
 }
 
 // getFresh is key's value once the store has reached rv, copied out of

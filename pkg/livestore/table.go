@@ -22,6 +22,7 @@ import (
 	"hash/maphash"
 	"slices"
 	"strings"
+	"sync"
 	"unsafe"
 
 	"github.com/google/btree"
@@ -59,7 +60,9 @@ type TableStats struct {
 }
 
 // Table holds objects as their encoded bytes, keyed and ordered by storage
-// key, with postings per indexed value. It is not safe for concurrent use.
+// key, with postings per indexed value. Its reads (Get, Ascend, Lookup,
+// Count, Len, Stats) may run concurrently with each other, not with its
+// mutations.
 //
 // Each entry is a record appended to the arena: its key, the hashes of its
 // index values (so that its postings can be removed without the caller)
@@ -78,8 +81,10 @@ type Table struct {
 	slots   []slot
 	freeIDs []uint32
 	tree    *btree.BTreeG[uint32]
-	// probe is the key probeID stands for during a search.
+	// probe is the key probeID stands for during a search; probeMu
+	// serializes the searches of concurrent readers.
 	probe    string
+	probeMu  sync.Mutex
 	postings postings
 	entries  int
 	// hashes is scratch for the hashes of a Put.
@@ -202,6 +207,8 @@ func (t *Table) writeRecord(id uint32, key string, hashes []uint64, value []byte
 
 // find returns the id of key's entry.
 func (t *Table) find(key string) (uint32, bool) {
+	t.probeMu.Lock()
+	defer t.probeMu.Unlock()
 	t.probe = key
 	id, ok := t.tree.Get(probeID)
 	t.probe = ""
@@ -383,6 +390,7 @@ func (t *Table) ascend(prefix, after string, keep func(id uint32) bool, fn func(
 	var batch [ascendBatch]uint32
 	for {
 		n := 0
+		t.probeMu.Lock()
 		t.probe = from
 		t.tree.AscendGreaterOrEqual(probeID, func(id uint32) bool {
 			k := t.keyOf(id)
@@ -397,6 +405,7 @@ func (t *Table) ascend(prefix, after string, keep func(id uint32) bool, fn func(
 			return n < len(batch)
 		})
 		t.probe = ""
+		t.probeMu.Unlock()
 		for _, id := range batch[:n] {
 			s := t.slots[id]
 			r := t.recordAt(s)
@@ -449,6 +458,8 @@ func (t *Table) Lookup(index, value, prefix string, fn func(key string, rv uint6
 func (t *Table) Count(prefix, after string) int {
 	from := start(prefix, after)
 	n := 0
+	t.probeMu.Lock()
+	defer t.probeMu.Unlock()
 	t.probe = from
 	t.tree.AscendGreaterOrEqual(probeID, func(id uint32) bool {
 		k := t.keyOf(id)

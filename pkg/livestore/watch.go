@@ -33,6 +33,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/apiserver/pkg/storage"
 	cachekey "k8s.io/apiserver/pkg/storage/cacher/key"
+	utilflowcontrol "k8s.io/apiserver/pkg/util/flowcontrol"
 	"k8s.io/component-base/metrics"
 	"k8s.io/klog/v2"
 )
@@ -42,6 +43,9 @@ const (
 	// gets the changes of few objects.
 	triggeredWatcherBuffer = 100
 	watcherBuffer          = 1000
+	// resultBuffer is the buffer of a watch's result: what a stopped
+	// watch still delivers, as the watch cache's.
+	resultBuffer = 10
 )
 
 // change is one change of the watch as the watchers get it: the object
@@ -144,7 +148,7 @@ func (w *watcher) event(c *change) *watch.Event {
 
 // run sends the watch's initial changes, then the changes dispatched to
 // it after startRV, until the watch is stopped.
-func (w *watcher) run(initial []*change, startRV uint64) {
+func (w *watcher) run(ctx context.Context, initial []*change, startRV uint64) {
 	defer close(w.result)
 	defer w.Stop()
 	for _, c := range initial {
@@ -152,6 +156,9 @@ func (w *watcher) run(initial []*change, startRV uint64) {
 			return
 		}
 	}
+	// The watch holds its API Priority and Fairness seat until it has
+	// sent its initial events, as the watch cache's.
+	utilflowcontrol.WatchInitialized(ctx)
 	for {
 		select {
 		case <-w.done:
@@ -376,7 +383,7 @@ func (s *Store) Watch(ctx context.Context, key string, opts storage.ListOptions)
 		recursive:      opts.Recursive,
 		pred:           pred,
 		input:          make(chan *change, watcherBuffer),
-		result:         make(chan watch.Event),
+		result:         make(chan watch.Event, resultBuffer),
 		done:           make(chan struct{}),
 		allowBookmarks: pred.AllowWatchBookmarks,
 	}
@@ -481,7 +488,7 @@ func (s *Store) Watch(ctx context.Context, key string, opts storage.ListOptions)
 		return newErrWatcher(err), nil
 	}
 	context.AfterFunc(ctx, w.Stop)
-	go w.run(initial, startRV)
+	go w.run(ctx, initial, startRV)
 	return w, nil
 }
 
