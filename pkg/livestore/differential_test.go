@@ -401,7 +401,7 @@ func collectEvents(ctx context.Context, s storage.Interface, req watchRequest) (
 			if err != nil {
 				return out, err
 			}
-			out = append(out, collected{Type: ev.Type, Encoded: string(data), Object: ev.Object})
+			out = append(out, collected{Type: ev.Type, Encoded: string(data), Object: unwrap(ev.Object)})
 			if end && req.count < 0 {
 				return out, nil
 			}

@@ -469,3 +469,12 @@ func newPrefixTransformerEnv(t testing.TB) (*testEnv, *storeWithPrefixTransforme
 	env := newTestEnv(t, withTransformer(tr))
 	return env, &storeWithPrefixTransformer{Store: env.store, transformer: tr}
 }
+
+// unwrap is the object a watch event carries, without the wrapper a store
+// may put around it to share its serializations (runtime.CacheableObject).
+func unwrap(obj runtime.Object) runtime.Object {
+	if c, ok := obj.(runtime.CacheableObject); ok {
+		return c.GetObject()
+	}
+	return obj
+}
