@@ -267,6 +267,19 @@ func listPages(ctx context.Context, s storage.Interface, req listRequest) ([]str
 	}
 }
 
+// getEncoded is a Get from s, encoded, or its error.
+func getEncoded(ctx context.Context, s storage.Interface, key, rv string) (string, string) {
+	pod := &example.Pod{}
+	if err := s.Get(ctx, key, storage.GetOptions{ResourceVersion: rv}, pod); err != nil {
+		return "", err.Error()
+	}
+	data, err := runtime.Encode(compareCodec, pod)
+	if err != nil {
+		return "", "encoding: " + err.Error()
+	}
+	return string(data), ""
+}
+
 // caughtUp waits for a consistent list from each store and from etcd, and
 // returns etcd's resourceVersion.
 func caughtUp(ctx context.Context, t *testing.T, etcd storage.Interface, stores ...storage.Interface) string {
@@ -497,6 +510,24 @@ func TestDifferentialAgainstCacher(t *testing.T) {
 					}
 				}
 			})
+		}
+	})
+
+	t.Run("Get", func(t *testing.T) {
+		for _, ns := range workloadNamespaces {
+			for i := 0; i < 40; i++ {
+				key := fmt.Sprintf("/pods/%s/pod-%d", ns, i)
+				for _, rv := range []string{"", "0", currentRV} {
+					want, wantErr := getEncoded(ctx, watchCache, key, rv)
+					got, gotErr := getEncoded(ctx, live, key, rv)
+					if wantErr != gotErr {
+						t.Errorf("seed %d, Get %s at %q: error %q from the live store, %q from the cacher", differentialSeed, key, rv, gotErr, wantErr)
+					}
+					if want != got {
+						t.Errorf("seed %d, Get %s at %q differs (-cacher +live):\n%s", differentialSeed, key, rv, cmp.Diff(decodedPages([]string{want}), decodedPages([]string{got})))
+					}
+				}
+			}
 		}
 	})
 
