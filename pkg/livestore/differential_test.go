@@ -134,9 +134,14 @@ func runWorkload(ctx context.Context, t *testing.T, s storage.Interface, r *rand
 			}
 			live[key] = out
 		case r.Intn(10) < 6:
+			// Drawn before the update: its function may run more than
+			// once.
+			next := &example.Pod{}
+			randomPodSpec(r, next)
 			err := s.GuaranteedUpdate(ctx, key, out, false, nil, storage.SimpleUpdate(func(obj runtime.Object) (runtime.Object, error) {
 				pod := obj.(*example.Pod).DeepCopy()
-				randomPodSpec(r, pod)
+				pod.Labels, pod.Annotations = next.Labels, next.Annotations
+				pod.Spec, pod.Status = next.Spec, next.Status
 				return pod, nil
 			}), nil)
 			if err != nil {
