@@ -452,11 +452,14 @@ func (s *swappableTransformer) TransformToStorage(ctx context.Context, data []by
 type storeWithPrefixTransformer struct {
 	*livestore.Store
 	transformer *swappableTransformer
+	// base is what the modifiers modify a copy of: never in use, so
+	// never copied while the storage counts its reads.
+	base *storagetesting.PrefixTransformer
 }
 
 func (s *storeWithPrefixTransformer) UpdatePrefixTransformer(modifier storagetesting.PrefixTransformerModifier) func() {
 	original := s.transformer.get()
-	modified := *original.(*storagetesting.PrefixTransformer)
+	modified := *s.base
 	s.transformer.set(modifier(&modified))
 	return func() { s.transformer.set(original) }
 }
@@ -465,9 +468,11 @@ func (s *storeWithPrefixTransformer) UpdatePrefixTransformer(modifier storagetes
 const testPrefix = "test!"
 
 func newPrefixTransformerEnv(t testing.TB) (*testEnv, *storeWithPrefixTransformer) {
-	tr := &swappableTransformer{current: storagetesting.NewPrefixTransformer([]byte(testPrefix), false)}
+	base := storagetesting.NewPrefixTransformer([]byte(testPrefix), false)
+	inUse := *base
+	tr := &swappableTransformer{current: &inUse}
 	env := newTestEnv(t, withTransformer(tr))
-	return env, &storeWithPrefixTransformer{Store: env.store, transformer: tr}
+	return env, &storeWithPrefixTransformer{Store: env.store, transformer: tr, base: base}
 }
 
 // unwrap is the object a watch event carries, without the wrapper a store
