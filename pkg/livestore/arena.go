@@ -1,0 +1,202 @@
+/*
+Copyright The events-apiserver Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package livestore
+
+import "sync/atomic"
+
+// defaultChunkSize is the size of the arena chunks records are appended to.
+const defaultChunkSize = 1 << 20
+
+// noChunk marks a free entry slot and the absence of a tail chunk.
+const noChunk = ^uint32(0)
+
+// mappedBytes is the memory every table's arenas hold, outside the Go heap.
+var mappedBytes atomic.Int64
+
+// MappedBytes is how many bytes the arenas of all open tables hold: on
+// Linux, memory mapped outside the Go heap, which the runtime does not see,
+// to count against a memory limit.
+func MappedBytes() int64 { return mappedBytes.Load() }
+
+// chunk is a block of arena memory that records are appended to.
+type chunk struct {
+	// buf is the chunk's memory; nil when the chunk's number is free.
+	buf []byte
+	// used is how many bytes of buf records were appended to.
+	used int
+	// live is how many of those bytes belong to live records.
+	live int
+	// queued is true while the chunk waits in arena.queue for compaction.
+	queued bool
+}
+
+// arena is the memory of a table's records: chunks of chunkSize bytes that
+// records are appended to, the last one (the tail) taking new records, and
+// chunks of their own for records larger than chunkSize. Freeing a record
+// only marks its bytes dead; a chunk other than the tail whose live bytes
+// fall below half its size is queued for compaction, which the table runs
+// by moving the chunk's live records to the tail and freeing the chunk. So
+// every chunk but the tail is at least half live, and the arena holds at
+// most twice the live bytes plus one chunk.
+type arena struct {
+	chunkSize int
+	chunks    []chunk
+	// freeChunks are numbers of chunks freed, for reuse.
+	freeChunks []uint32
+	// tail is the chunk new records are appended to, or noChunk.
+	tail uint32
+	// queue holds the chunks to compact.
+	queue []uint32
+	// live is the bytes of live records, mapped the bytes of all chunks.
+	live, mapped int64
+	// compactions counts the chunks compacted.
+	compactions int
+}
+
+func newArena(chunkSize int) arena {
+	return arena{chunkSize: roundChunk(chunkSize), tail: noChunk}
+}
+
+// roundChunk rounds n up to a multiple of the allocation granule.
+func roundChunk(n int) int {
+	return (n + chunkGranule - 1) / chunkGranule * chunkGranule
+}
+
+// newChunk maps a chunk of size bytes, a multiple of the granule.
+func (a *arena) newChunk(size int) uint32 {
+	buf := allocChunk(size)
+	a.mapped += int64(len(buf))
+	mappedBytes.Add(int64(len(buf)))
+	c := chunk{buf: buf}
+	if n := len(a.freeChunks); n > 0 {
+		ci := a.freeChunks[n-1]
+		a.freeChunks = a.freeChunks[:n-1]
+		a.chunks[ci] = c
+		return ci
+	}
+	a.chunks = append(a.chunks, c)
+	return uint32(len(a.chunks) - 1)
+}
+
+// freeChunk unmaps chunk ci and makes its number free.
+func (a *arena) freeChunk(ci uint32) {
+	c := &a.chunks[ci]
+	a.mapped -= int64(len(c.buf))
+	a.live -= int64(c.live)
+	mappedBytes.Add(-int64(len(c.buf)))
+	freeChunk(c.buf)
+	*c = chunk{}
+	a.freeChunks = append(a.freeChunks, ci)
+}
+
+// alloc reserves n bytes for a record: at the end of the tail, in a new
+// tail when the tail is full, or in a chunk of its own when n exceeds the
+// chunk size. It returns the chunk, the offset in it and the bytes.
+func (a *arena) alloc(n int) (ci, off uint32, b []byte) {
+	if n > a.chunkSize {
+		ci = a.newChunk(roundChunk(n))
+		c := &a.chunks[ci]
+		c.used, c.live = n, n
+		a.live += int64(n)
+		return ci, 0, c.buf[:n:n]
+	}
+	if a.tail == noChunk || len(a.chunks[a.tail].buf)-a.chunks[a.tail].used < n {
+		a.retireTail()
+		a.tail = a.newChunk(a.chunkSize)
+	}
+	ci = a.tail
+	c := &a.chunks[ci]
+	off = uint32(c.used)
+	c.used += n
+	c.live += n
+	a.live += int64(n)
+	return ci, off, c.buf[off : int(off)+n : int(off)+n]
+}
+
+// retireTail ends appending to the tail, freeing it when nothing in it
+// lives and queuing it for compaction when less than half of it does.
+func (a *arena) retireTail() {
+	ci := a.tail
+	if ci == noChunk {
+		return
+	}
+	a.tail = noChunk
+	a.settle(ci)
+}
+
+// settle frees chunk ci, not the tail, when nothing in it lives, and
+// queues it for compaction when less than half of it does.
+func (a *arena) settle(ci uint32) {
+	c := &a.chunks[ci]
+	switch {
+	case c.live == 0:
+		a.freeChunk(ci)
+	case a.compactable(ci) && !c.queued:
+		c.queued = true
+		a.queue = append(a.queue, ci)
+	}
+}
+
+// release marks the n bytes of a record in chunk ci dead.
+func (a *arena) release(ci uint32, n int) {
+	c := &a.chunks[ci]
+	c.live -= n
+	a.live -= int64(n)
+	if ci == a.tail {
+		if c.live == 0 {
+			// Nothing in the tail lives: append from its start again.
+			c.used = 0
+		}
+		return
+	}
+	a.settle(ci)
+}
+
+// compactable is whether chunk ci is a chunk of the chunk size, not the
+// tail, and less than half live.
+func (a *arena) compactable(ci uint32) bool {
+	if int(ci) >= len(a.chunks) || ci == a.tail {
+		return false
+	}
+	c := &a.chunks[ci]
+	return len(c.buf) == a.chunkSize && c.live*2 < len(c.buf)
+}
+
+// popQueue returns the next chunk to compact, if any still is.
+func (a *arena) popQueue() (uint32, bool) {
+	for len(a.queue) > 0 {
+		ci := a.queue[len(a.queue)-1]
+		a.queue = a.queue[:len(a.queue)-1]
+		if int(ci) < len(a.chunks) {
+			a.chunks[ci].queued = false
+		}
+		if a.compactable(ci) {
+			return ci, true
+		}
+	}
+	return 0, false
+}
+
+// freeAll unmaps every chunk and empties the arena.
+func (a *arena) freeAll() {
+	for ci := range a.chunks {
+		if a.chunks[ci].buf != nil {
+			a.freeChunk(uint32(ci))
+		}
+	}
+	*a = arena{chunkSize: a.chunkSize, tail: noChunk, compactions: a.compactions}
+}

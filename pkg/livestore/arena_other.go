@@ -1,0 +1,29 @@
+//go:build !linux
+
+/*
+Copyright The events-apiserver Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package livestore
+
+// chunkGranule is the unit of chunk sizes.
+var chunkGranule = 8
+
+// allocChunk allocates n bytes on the Go heap: only Linux maps chunks
+// outside it.
+func allocChunk(n int) []byte { return make([]byte, n) }
+
+// freeChunk leaves the chunk to the garbage collector.
+func freeChunk([]byte) {}
