@@ -50,9 +50,13 @@ func main() {
 	flag.BoolVar(&cfg.SkipAnchor, "skip-anchor", false, "measure events-apiserver alone (for profiling; no ratios)")
 	flag.StringVar(&cfg.ProfileDir, "profile-dir", "", "write events-apiserver's heap profiles and CPU profiles (fill, lists, each watcher phase, with the generator's) here")
 	serverEnv := flag.String("server-env", "", "comma-separated NAME=VALUE pairs added to events-apiserver's environment (e.g. GOMEMLIMIT=450MiB)")
+	serverArgs := flag.String("server-args", "", "comma-separated flags added to events-apiserver's (e.g. --store-cache=watch-cache)")
 	flag.Parse()
 	if *serverEnv != "" {
 		cfg.ServerEnv = strings.Split(*serverEnv, ",")
+	}
+	if *serverArgs != "" {
+		cfg.ServerArgs = strings.Split(*serverArgs, ",")
 	}
 	cfg.Log = os.Stderr
 	var err error

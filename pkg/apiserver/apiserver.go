@@ -67,6 +67,9 @@ const eventsGroupPriority = 17750
 type ExtraConfig struct {
 	// EventTTL is the lease every create and update puts an event under.
 	EventTTL time.Duration
+	// StoreCache is what serves the store's reads from memory where the
+	// storage factory gives a watch cache; "" is the watch cache.
+	StoreCache eventstorage.StoreCache
 	// SeriesSweeper, when set, runs the series controllers
 	// (pkg/registry/event/series: the state controller and the sweeper)
 	// with these thresholds of the event policy, which the EventSeries
@@ -177,7 +180,9 @@ func (c CompletedConfig) New(ctx context.Context) (_ *EventsServer, err error) {
 	var timeline *eventstorage.Timeline
 	if c.ExtraConfig.Archive != nil {
 		timeline = eventstorage.NewTimeline()
-		storageOptions = eventstorage.WithTimeline(storageOptions, timeline)
+	}
+	if timeline != nil || c.ExtraConfig.StoreCache == eventstorage.CompactStore {
+		storageOptions = eventstorage.WithStoreCache(storageOptions, c.ExtraConfig.StoreCache, timeline)
 	}
 	if !c.ExtraConfig.LeaderElection.Disabled {
 		storageOptions = fencedWrites{storageOptions}

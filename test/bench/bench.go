@@ -48,6 +48,9 @@ type Config struct {
 	// ServerEnv is added to events-apiserver's environment (for example
 	// a GOMEMLIMIT).
 	ServerEnv []string
+	// ServerArgs are added to events-apiserver's flags (for example
+	// --store-cache=watch-cache, to measure the watch cache).
+	ServerArgs []string
 	// WorkDir holds the servers' data; it must exist.
 	WorkDir string
 	// Writers is how many goroutines create concurrently.
@@ -177,7 +180,7 @@ func Run(ctx context.Context, cfg Config) ([]*Result, error) {
 			if err := os.MkdirAll(dir, 0o755); err != nil {
 				return nil, err
 			}
-			return startEventsAPIServer(ctx, cfg.Assets, cfg.ServerBinary, cfg.ServerEnv, dir)
+			return startEventsAPIServer(ctx, cfg.Assets, cfg.ServerBinary, cfg.ServerEnv, cfg.ServerArgs, dir)
 		},
 	}
 	if cfg.SkipAnchor {

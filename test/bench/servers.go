@@ -80,7 +80,7 @@ const benchRateLimits = `    limits:
 // startEventsAPIServer starts the server binary as its own process (so
 // that its memory is its own) in standalone mode on a fresh etcd of the
 // assets, and waits until it is ready.
-func startEventsAPIServer(ctx context.Context, assets, binary string, env []string, dir string) (*target, error) {
+func startEventsAPIServer(ctx context.Context, assets, binary string, env, args []string, dir string) (*target, error) {
 	etcd, err := harness.StartEtcd(filepath.Join(assets, "etcd"), filepath.Join(dir, "etcd"), 1, "--log-level=error", "--quota-backend-bytes="+etcdQuota)
 	if err != nil {
 		return nil, fmt.Errorf("starting etcd: %w", err)
@@ -89,10 +89,10 @@ func startEventsAPIServer(ctx context.Context, assets, binary string, env []stri
 	if err != nil {
 		return nil, errors.Join(err, etcd.Stop())
 	}
-	server, err := harness.NewServer(binary, filepath.Join(dir, "events-apiserver"),
-		"--etcd-servers="+etcd.Endpoints[0],
-		"--admission-control-config-file="+admissionConfig,
-	)
+	server, err := harness.NewServer(binary, filepath.Join(dir, "events-apiserver"), append([]string{
+		"--etcd-servers=" + etcd.Endpoints[0],
+		"--admission-control-config-file=" + admissionConfig,
+	}, args...)...)
 	if err != nil {
 		return nil, errors.Join(err, etcd.Stop())
 	}

@@ -25,6 +25,8 @@ import (
 	"path/filepath"
 	"time"
 
+	eventstorage "github.com/kube-events/events-apiserver/pkg/registry/event/storage"
+
 	"k8s.io/apiserver/pkg/admission"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/apiserver/pkg/server/dynamiccertificates"
@@ -137,6 +139,7 @@ func (o CompletedOptions) Config() (*apiserver.Config, error) {
 		GenericConfig: cfg,
 		ExtraConfig: apiserver.ExtraConfig{
 			EventTTL:                   o.EventTTL,
+			StoreCache:                 eventstorage.StoreCache(o.StoreCache),
 			SeriesSweeper:              o.seriesThresholds(policy),
 			EtcdMaintenance:            o.EtcdMaintenance.config(),
 			Fold:                       o.folding(policy),

@@ -22,7 +22,10 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
+
+	eventstorage "github.com/kube-events/events-apiserver/pkg/registry/event/storage"
 
 	"github.com/spf13/pflag"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
@@ -95,6 +98,9 @@ type Options struct {
 	DataDir string
 	// EventTTL is how long an event lives after its last write.
 	EventTTL time.Duration
+	// StoreCache is what serves the store's reads from memory (with
+	// --watch-cache): the watch cache or the compact live store.
+	StoreCache string
 	// EventPolicyConfig is the file of the event policy (see eventPolicy).
 	EventPolicyConfig string
 	// Standalone, when provided, forces the authentication mode; unset
@@ -157,6 +163,7 @@ func NewOptions() *Options {
 		ComponentGlobals:           compatibility.DefaultComponentGlobalsRegistry,
 		DataDir:                    DefaultDataDir,
 		EventTTL:                   apiserver.DefaultEventTTL,
+		StoreCache:                 string(eventstorage.WatchCache),
 		EmbeddedEtcdLogLevel:       "warn",
 		Mirror:                     newMirrorOptions(),
 		EtcdMaintenance:            newEtcdMaintenanceOptions(),
@@ -213,6 +220,8 @@ func (o *Options) Flags() cliflag.NamedFlagSets {
 	fs.StringVar(&o.DataDir, "data-dir", o.DataDir, "Directory for the embedded etcd's data, the generated certificates and the admin kubeconfig. Reused on restart.")
 	fs.DurationVar(&o.EventTTL, "event-ttl", o.EventTTL, "How long an event is kept after its last create or update; whole seconds, at least 1s. "+
 		"Keep it at least the series heartbeat interval (the event policy's series.heartbeatInterval, 30m by default): a shorter TTL expires Ongoing series between heartbeats, and the server warns at start.")
+	fs.StringVar(&o.StoreCache, "store-cache", o.StoreCache, fmt.Sprintf("What serves the store's lists, gets and watches from memory (with --watch-cache): %q, k8s.io/apiserver's watch cache, which holds every event decoded, "+
+		"or %q, the compact live store, which holds every event as its stored bytes outside the Go heap.", eventstorage.WatchCache, eventstorage.CompactStore))
 	fs.StringVar(&o.EventPolicyConfig, "event-policy-config", o.EventPolicyConfig, "File with the event policy (apiVersion eventpolicy.config.events.k8s.io/v1alpha1, kind EventPolicy): "+
 		"rate limits, folding, series thresholds and sweeping. Unset: the defaults, or the former EventRateLimitConfiguration and EventSeriesConfiguration "+
 		"in the plugins' entries of --admission-control-config-file, which it cannot be combined with.")
@@ -345,6 +354,9 @@ func (o CompletedOptions) Validate() error {
 
 	if o.ControllerProgressDeadline <= 0 {
 		errs = append(errs, fmt.Errorf("--controller-progress-deadline must be positive, got %v", o.ControllerProgressDeadline))
+	}
+	if !slices.Contains(eventstorage.StoreCaches, eventstorage.StoreCache(o.StoreCache)) {
+		errs = append(errs, fmt.Errorf("--store-cache must be one of %q, got %q", eventstorage.StoreCaches, o.StoreCache))
 	}
 	if o.EventTTL < time.Second {
 		errs = append(errs, fmt.Errorf("--event-ttl must be at least 1s, got %v", o.EventTTL))

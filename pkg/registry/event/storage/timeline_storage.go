@@ -36,26 +36,50 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/kube-events/events-apiserver/pkg/apis/core"
+	"github.com/kube-events/events-apiserver/pkg/livestore"
 )
+
+// StoreCache is what serves the store's reads from memory.
+type StoreCache string
+
+const (
+	// WatchCache is k8s.io/apiserver's watch cache (the cacher), which
+	// holds every event decoded.
+	WatchCache StoreCache = "watch-cache"
+	// CompactStore is the compact live store (pkg/livestore), which holds
+	// every event as its stored bytes, outside the Go heap.
+	CompactStore StoreCache = "compact"
+)
+
+// StoreCaches are the values of StoreCache.
+var StoreCaches = []StoreCache{WatchCache, CompactStore}
 
 // WithTimeline returns getter with the watch cache it gives fed through
 // timeline (CacherWithTimeline). Where getter gives no watch cache
 // (--watch-cache=false), nothing feeds the timeline: Fed says so.
 func WithTimeline(getter generic.RESTOptionsGetter, timeline *Timeline) generic.RESTOptionsGetter {
-	return timelineOptions{RESTOptionsGetter: getter, timeline: timeline}
+	return WithStoreCache(getter, WatchCache, timeline)
 }
 
-type timelineOptions struct {
+// WithStoreCache returns getter with the store's cache (where getter gives
+// one: --watch-cache) made by cache, fed through timeline when it is not
+// nil.
+func WithStoreCache(getter generic.RESTOptionsGetter, cache StoreCache, timeline *Timeline) generic.RESTOptionsGetter {
+	return storeCacheOptions{RESTOptionsGetter: getter, cache: cache, timeline: timeline}
+}
+
+type storeCacheOptions struct {
 	generic.RESTOptionsGetter
+	cache    StoreCache
 	timeline *Timeline
 }
 
-func (g timelineOptions) GetRESTOptions(resource schema.GroupResource, example runtime.Object) (generic.RESTOptions, error) {
+func (g storeCacheOptions) GetRESTOptions(resource schema.GroupResource, example runtime.Object) (generic.RESTOptions, error) {
 	options, err := g.RESTOptionsGetter.GetRESTOptions(resource, example)
 	if err != nil || !cached(options.Decorator) {
 		return options, err
 	}
-	options.Decorator = CacherWithTimeline(g.timeline)
+	options.Decorator = storeCacheDecorator(g.cache, g.timeline)
 	return options, nil
 }
 
@@ -70,53 +94,93 @@ func cached(decorator generic.StorageDecorator) bool {
 // with (timelineTap). A timeline feeds one cacher: a second store is an
 // error.
 func CacherWithTimeline(timeline *Timeline) generic.StorageDecorator {
+	return storeCacheDecorator(WatchCache, timeline)
+}
+
+// storeCacheDecorator makes the store's cache of kind cache over etcd,
+// with timeline (when not nil) fed beneath it by the list and watch the
+// cache reads etcd with (timelineTap). A timeline feeds one cache: a
+// second store is an error.
+func storeCacheDecorator(kind StoreCache, timeline *Timeline) generic.StorageDecorator {
 	return func(config *storagebackend.ConfigForResource, resourcePrefix string, keyFunc func(runtime.Object) (string, error),
 		newFunc, newListFunc func() runtime.Object, getAttrs storage.AttrFunc, trigger storage.IndexerFuncs, indexers *cache.Indexers,
 	) (storage.Interface, factory.DestroyFunc, error) {
-		if !timeline.fed.CompareAndSwap(false, true) {
+		if timeline != nil && !timeline.fed.CompareAndSwap(false, true) {
 			return nil, nil, errors.New("the timeline already feeds a watch cache")
 		}
 		s, destroyStorage, err := generic.NewRawStorage(config, newFunc, newListFunc, resourcePrefix)
 		if err != nil {
 			return nil, nil, err
 		}
-		cacher, err := cacherstorage.NewCacherFromConfig(cacherstorage.Config{
-			Storage:             timelineTap{Interface: s, timeline: timeline},
-			Versioner:           storage.APIObjectVersioner{},
-			GroupResource:       config.GroupResource,
-			EventsHistoryWindow: config.EventsHistoryWindow,
-			ResourcePrefix:      resourcePrefix,
-			KeyFunc:             keyFunc,
-			NewFunc:             newFunc,
-			NewListFunc:         newListFunc,
-			GetAttrsFunc:        getAttrs,
-			IndexerFuncs:        trigger,
-			Indexers:            indexers,
-			Codec:               config.Codec,
-		})
-		if err != nil {
-			destroyStorage()
-			return nil, nil, err
+		var source storage.Interface = s
+		if timeline != nil {
+			source = timelineTap{Interface: s, timeline: timeline}
 		}
-		delegator := cacherstorage.NewCacheDelegator(cacher, s)
-		timeline.feed(s, func(ctx context.Context, name types.NamespacedName, rv string) (*core.Event, error) {
-			key, err := keyFunc(&core.Event{ObjectMeta: metav1.ObjectMeta{Namespace: name.Namespace, Name: name.Name}})
+		var served storage.Interface
+		var stop func()
+		switch kind {
+		case CompactStore:
+			live, err := livestore.New(livestore.Config{
+				Storage:        source,
+				Codec:          config.Codec,
+				GroupResource:  config.GroupResource,
+				ResourcePrefix: resourcePrefix,
+				KeyFunc:        keyFunc,
+				NewFunc:        newFunc,
+				NewListFunc:    newListFunc,
+				GetAttrsFunc:   getAttrs,
+				Indexers:       indexers,
+				IndexerFuncs:   trigger,
+			})
 			if err != nil {
-				return nil, err
+				destroyStorage()
+				return nil, nil, err
 			}
-			event := &core.Event{}
-			// Not older than the list that read it; the timeline checks it
-			// is the state it ordered.
-			if err := delegator.Get(ctx, key, storage.GetOptions{ResourceVersion: rv}, event); err != nil {
-				return nil, err
+			served, stop = live, live.Stop
+		default:
+			cacher, err := cacherstorage.NewCacherFromConfig(cacherstorage.Config{
+				Storage:             source,
+				Versioner:           storage.APIObjectVersioner{},
+				GroupResource:       config.GroupResource,
+				EventsHistoryWindow: config.EventsHistoryWindow,
+				ResourcePrefix:      resourcePrefix,
+				KeyFunc:             keyFunc,
+				NewFunc:             newFunc,
+				NewListFunc:         newListFunc,
+				GetAttrsFunc:        getAttrs,
+				IndexerFuncs:        trigger,
+				Indexers:            indexers,
+				Codec:               config.Codec,
+			})
+			if err != nil {
+				destroyStorage()
+				return nil, nil, err
 			}
-			return event, nil
-		})
-		var once sync.Once
-		return delegator, func() {
-			once.Do(func() {
+			delegator := cacherstorage.NewCacheDelegator(cacher, s)
+			served, stop = delegator, func() {
 				delegator.Stop()
 				cacher.Stop()
+			}
+		}
+		if timeline != nil {
+			timeline.feed(s, func(ctx context.Context, name types.NamespacedName, rv string) (*core.Event, error) {
+				key, err := keyFunc(&core.Event{ObjectMeta: metav1.ObjectMeta{Namespace: name.Namespace, Name: name.Name}})
+				if err != nil {
+					return nil, err
+				}
+				event := &core.Event{}
+				// Not older than the list that read it; the timeline checks it
+				// is the state it ordered.
+				if err := served.Get(ctx, key, storage.GetOptions{ResourceVersion: rv}, event); err != nil {
+					return nil, err
+				}
+				return event, nil
+			})
+		}
+		var once sync.Once
+		return served, func() {
+			once.Do(func() {
+				stop()
 				destroyStorage()
 			})
 		}, nil
