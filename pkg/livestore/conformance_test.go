@@ -255,7 +255,24 @@ func TestConformanceWatch(t *testing.T) {
 		{"WatchContextCancel", plain(storagetesting.RunTestWatchContextCancel)},
 		{"WatcherTimeout", plain(storagetesting.RunTestWatcherTimeout)},
 		{"WatchDeleteEventObjectHaveLatestRV", plain(storagetesting.RunTestWatchDeleteEventObjectHaveLatestRV)},
-		{"WatchInitializationSignal", plain(storagetesting.RunTestWatchInitializationSignal)},
+		{"WatchInitializationSignal", func(t *testing.T) {
+			env := newTestEnv(t)
+			// The suite waits, without a bound, for the watch to signal
+			// its initialization to API Priority and Fairness
+			// (flowcontrol.WatchInitialized): a store that never signals
+			// would hang the run. The suite runs in its own goroutine,
+			// left blocked if it never returns.
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				storagetesting.RunTestWatchInitializationSignal(env.ctx, t, env.store)
+			}()
+			select {
+			case <-done:
+			case <-time.After(wait.ForeverTestTimeout):
+				t.Errorf("the watch did not signal its initialization (flowcontrol.WatchInitialized) in %v", wait.ForeverTestTimeout)
+			}
+		}},
 		{"ProgressNotify", func(t *testing.T) {
 			env := newTestEnv(t, withProgressNotifyInterval(time.Second))
 			storagetesting.RunOptionalTestProgressNotify(env.ctx, t, env.store, increaseRVFunc(env.etcd))
