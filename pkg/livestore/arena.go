@@ -16,7 +16,11 @@ limitations under the License.
 
 package livestore
 
-import "sync/atomic"
+import (
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+)
 
 // defaultChunkSize is the size of the arena chunks records are appended to.
 const defaultChunkSize = 1 << 20
@@ -24,13 +28,52 @@ const defaultChunkSize = 1 << 20
 // noChunk marks a free entry slot and the absence of a tail chunk.
 const noChunk = ^uint32(0)
 
-// mappedBytes is the memory every table's arenas hold, outside the Go heap.
+// mappedBytes is the memory every table's arenas and every history's ring
+// hold, outside the Go heap.
 var mappedBytes atomic.Int64
 
-// MappedBytes is how many bytes the arenas of all open tables hold: on
-// Linux, memory mapped outside the Go heap, which the runtime does not see,
-// to count against a memory limit.
+// MappedBytes is how many bytes the arenas of all open tables and the
+// rings of their histories hold: on Linux, memory mapped outside the Go
+// heap, which the runtime does not see, to count against a memory limit.
 func MappedBytes() int64 { return mappedBytes.Load() }
+
+// sharedLimit is the memory limit the Go heap shares with the mapped
+// memory (ShareMemoryLimit); 0 for none.
+var (
+	sharedLimit   atomic.Int64
+	sharedLimitMu sync.Mutex
+)
+
+// ShareMemoryLimit makes the memory the stores map count against limit,
+// the process's soft memory limit (GOMEMLIMIT): from then on the Go
+// runtime's soft limit is kept at limit less MappedBytes, so that the
+// collector works harder as the stores grow instead of letting the heap
+// and the arenas together pass limit. 0 or less: no limit to share.
+func ShareMemoryLimit(limit int64) {
+	sharedLimit.Store(max(limit, 0))
+	followSharedLimit()
+}
+
+// SharedMemoryLimit is the limit ShareMemoryLimit set, 0 for none.
+func SharedMemoryLimit() int64 { return sharedLimit.Load() }
+
+// addMapped counts n more bytes mapped (fewer when negative).
+func addMapped(n int64) {
+	mappedBytes.Add(n)
+	followSharedLimit()
+}
+
+// followSharedLimit sets the Go runtime's soft limit to the shared limit
+// less the mapped memory, leaving the runtime a floor of a quarter of it.
+func followSharedLimit() {
+	limit := sharedLimit.Load()
+	if limit <= 0 {
+		return
+	}
+	sharedLimitMu.Lock()
+	defer sharedLimitMu.Unlock()
+	debug.SetMemoryLimit(max(limit-mappedBytes.Load(), limit/4))
+}
 
 // chunk is a block of arena memory that records are appended to.
 type chunk struct {
@@ -80,7 +123,7 @@ func roundChunk(n int) int {
 func (a *arena) newChunk(size int) uint32 {
 	buf := allocChunk(size)
 	a.mapped += int64(len(buf))
-	mappedBytes.Add(int64(len(buf)))
+	addMapped(int64(len(buf)))
 	c := chunk{buf: buf}
 	if n := len(a.freeChunks); n > 0 {
 		ci := a.freeChunks[n-1]
@@ -97,7 +140,7 @@ func (a *arena) freeChunk(ci uint32) {
 	c := &a.chunks[ci]
 	a.mapped -= int64(len(c.buf))
 	a.live -= int64(c.live)
-	mappedBytes.Add(-int64(len(c.buf)))
+	addMapped(-int64(len(c.buf)))
 	freeChunk(c.buf)
 	*c = chunk{}
 	a.freeChunks = append(a.freeChunks, ci)

@@ -13,7 +13,6 @@ WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
 See the License for the specific language governing permissions and
 limitations under the License.
 */
-
 package livestore
 
 import (
@@ -24,8 +23,8 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 )
 
-// historyRecord is a change as the history keeps it: encoded, without the
-// decoded objects the watchers were sent.
+// historyRecord is a change as the history hands it out: encoded, without
+// the decoded objects the watchers were sent.
 type historyRecord struct {
 	eventType watch.EventType
 	key       string
@@ -35,58 +34,138 @@ type historyRecord struct {
 	prevValue []byte // nil for an object created by the change
 }
 
-func (r *historyRecord) size() int { return len(r.key) + len(r.value) + len(r.prevValue) + 96 }
-
-// history is the recent changes, for watches that resume from a
-// resourceVersion: at most budget bytes of them, oldest dropped first.
-type history struct {
-	budget  int
-	size    int
-	records []historyRecord // records[head:] are kept, oldest first
-	head    int
-	// listRV is the revision of the list the table was loaded from: with
-	// nothing dropped since, every change after it is here.
-	listRV  uint64
-	dropped bool
+// historyEntry is where the history keeps a change: its bytes (key, value,
+// previous value, one after the other) at off in the ring. Pointer-free,
+// as the ring is.
+type historyEntry struct {
+	rv, prevRV                uint64
+	off                       int
+	keyLen, valueLen, prevLen int32
+	eventType                 uint8
+	hasPrev                   bool
 }
 
-func newHistory(budget int) *history { return &history{budget: budget} }
+func (e *historyEntry) size() int { return int(e.keyLen) + int(e.valueLen) + int(e.prevLen) }
+
+// eventTypes are the changes' types by their historyEntry number.
+var eventTypes = []watch.EventType{watch.Added, watch.Modified, watch.Deleted}
+
+// history is the recent changes, for watches that resume from a
+// resourceVersion: as many as fit in a ring of memory mapped outside the Go
+// heap, oldest overwritten first.
+type history struct {
+	ring []byte
+	// write is where the next change's bytes go.
+	write int
+	// entries[head:] are the changes kept, oldest first.
+	entries []historyEntry
+	head    int
+	// floorRV is the oldest revision a watch can resume from: every
+	// change after it is kept. It is the revision of the list the table was
+	// loaded from, until changes after it are dropped.
+	floorRV uint64
+}
+
+// newHistory returns a history of at most budget bytes (rounded up to
+// whole pages). The pages are mapped now and take memory as they are
+// written.
+func newHistory(budget int) *history {
+	if rem := budget % chunkGranule; rem != 0 {
+		budget += chunkGranule - rem
+	}
+	ring := allocChunk(budget)
+	addMapped(int64(len(ring)))
+	return &history{ring: ring}
+}
+
+// close returns the ring's memory; the history is unusable after.
+func (h *history) close() {
+	if h.ring == nil {
+		return
+	}
+	addMapped(-int64(len(h.ring)))
+	freeChunk(h.ring)
+	h.ring = nil
+}
 
 // reset starts the history of a table loaded at listRV.
 func (h *history) reset(listRV uint64) {
-	*h = history{budget: h.budget, listRV: listRV}
+	h.write, h.entries, h.head, h.floorRV = 0, h.entries[:0], 0, listRV
 }
 
 func (h *history) add(c *change) {
-	r := historyRecord{eventType: c.eventType, key: c.object.key, rv: c.object.rv, value: c.object.value}
+	var typ uint8
+	for i, t := range eventTypes {
+		if t == c.eventType {
+			typ = uint8(i)
+		}
+	}
+	e := historyEntry{rv: c.object.rv, keyLen: int32(len(c.object.key)), valueLen: int32(len(c.object.value)), eventType: typ}
 	if c.prev != nil {
-		r.prevRV, r.prevValue = c.prev.rv, c.prev.value
+		e.hasPrev, e.prevRV, e.prevLen = true, c.prev.rv, int32(len(c.prev.value))
 	}
-	h.records = append(h.records, r)
-	h.size += r.size()
-	for h.size > h.budget && h.head < len(h.records)-1 {
-		h.size -= h.records[h.head].size()
-		h.records[h.head] = historyRecord{}
-		h.head++
-		h.dropped = true
+	n := e.size()
+	if n > len(h.ring) {
+		// Too large to keep: the watches resuming from before it must list.
+		h.drop(len(h.entries))
+		h.write, h.floorRV = 0, e.rv
+		return
 	}
-	if h.head > len(h.records)/2 && h.head > 1024 {
-		h.records = append(h.records[:0:0], h.records[h.head:]...)
+	if h.write+n > len(h.ring) {
+		h.write = 0 // the ring's end is left unused
+	}
+	// Drop the oldest changes whose bytes the new one overwrites.
+	for h.head < len(h.entries) && overlaps(h.entries[h.head], h.write, n) {
+		h.drop(h.head + 1)
+	}
+	e.off = h.write
+	b := h.ring[e.off:]
+	b = b[copy(b, c.object.key):]
+	b = b[copy(b, c.object.value):]
+	if c.prev != nil {
+		copy(b, c.prev.value)
+	}
+	h.write += n
+	h.entries = append(h.entries, e)
+}
+
+// drop forgets the entries before end.
+func (h *history) drop(end int) {
+	if end > h.head {
+		h.floorRV = h.entries[end-1].rv
+	}
+	h.head = end
+	if h.head == len(h.entries) {
+		h.entries, h.head = h.entries[:0], 0
+	} else if h.head > 1024 && h.head > len(h.entries)/2 {
+		h.entries = h.entries[:copy(h.entries, h.entries[h.head:])]
 		h.head = 0
 	}
 }
 
-// since is the changes after rv, or 410 Expired when some of them are no
-// longer kept (the watch cache's "too old resource version").
+func overlaps(e historyEntry, off, n int) bool {
+	return e.off < off+n && off < e.off+e.size()
+}
+
+// since is the changes after rv, copied out of the ring, or 410 Expired
+// when some of them are no longer kept (the watch cache's "too old
+// resource version").
 func (h *history) since(rv uint64) ([]historyRecord, error) {
-	kept := h.records[h.head:]
-	oldest := h.listRV + 1
-	if h.dropped && len(kept) > 0 {
-		oldest = kept[0].rv
+	if rv < h.floorRV {
+		return nil, apierrors.NewResourceExpired(fmt.Sprintf("too old resource version: %d (%d)", rv, h.floorRV))
 	}
-	if rv+1 < oldest {
-		return nil, apierrors.NewResourceExpired(fmt.Sprintf("too old resource version: %d (%d)", rv, oldest-1))
-	}
+	kept := h.entries[h.head:]
 	first := sort.Search(len(kept), func(i int) bool { return kept[i].rv > rv })
-	return append([]historyRecord(nil), kept[first:]...), nil
+	records := make([]historyRecord, 0, len(kept)-first)
+	for _, e := range kept[first:] {
+		b := h.ring[e.off : e.off+e.size()]
+		r := historyRecord{eventType: eventTypes[e.eventType], rv: e.rv, key: string(b[:e.keyLen])}
+		b = b[e.keyLen:]
+		r.value = append([]byte(nil), b[:e.valueLen]...)
+		if e.hasPrev {
+			r.prevRV, r.prevValue = e.prevRV, append([]byte{}, b[e.valueLen:]...)
+		}
+		records = append(records, r)
+	}
+	return records, nil
 }

@@ -80,7 +80,7 @@ type Config struct {
 }
 
 // DefaultHistoryBytes is the default bound of the watch history.
-const DefaultHistoryBytes = 16 << 20
+const DefaultHistoryBytes = 8 << 20
 
 const (
 	// freshTimeout is how long a read waits for the store to reach the
@@ -108,6 +108,10 @@ type Store struct {
 	indexes   []storeIndex
 	trigger   *storeIndex
 	progress  *progress.ConditionalProgressRequester
+
+	// encoded is the buffer objects are encoded into for the table, which
+	// copies them: prepare runs on the goroutine that feeds the table.
+	encoded bytes.Buffer
 
 	// mu guards everything below; cond wakes the reads waiting for rv.
 	mu       sync.RWMutex
@@ -199,6 +203,7 @@ func (s *Store) Stop() {
 	s.watchers.terminateAll()
 	s.table.Close()
 	s.table = NewTable(nil)
+	s.history.close()
 	s.ready = false
 }
 
@@ -320,8 +325,9 @@ func (s *Store) load(ctx context.Context, table *Table) (uint64, error) {
 }
 
 // object is a watched or listed object, ready for the table and the
-// watchers: its key and revision, its encoded bytes, its index values and
-// its selectable attributes.
+// watchers: its key and revision, its encoded bytes (those prepare makes
+// are valid until the next prepare), its index values and its selectable
+// attributes.
 type object struct {
 	obj         runtime.Object
 	key         string
@@ -341,11 +347,11 @@ func (s *Store) prepare(obj runtime.Object) (*object, error) {
 	if err != nil {
 		return nil, err
 	}
-	var buf bytes.Buffer
-	if err := s.config.Codec.Encode(obj, &buf); err != nil {
+	s.encoded.Reset()
+	if err := s.config.Codec.Encode(obj, &s.encoded); err != nil {
 		return nil, err
 	}
-	o := &object{obj: obj, key: key, rv: rv, value: buf.Bytes()}
+	o := &object{obj: obj, key: key, rv: rv, value: s.encoded.Bytes()}
 	if len(s.indexes) > 0 {
 		o.indexValues = make([][]string, len(s.indexes))
 		for i, index := range s.indexes {
@@ -413,6 +419,7 @@ func (s *Store) apply(event watch.Event) error {
 	s.rv = o.rv
 	change := &change{eventType: event.Type, object: o, prev: prev}
 	s.history.add(change)
+	o.value = nil // the next prepare's buffer; the watchers read obj
 	s.watchers.dispatch(s, change)
 	s.cond.Broadcast()
 	return nil

@@ -19,8 +19,11 @@ package app
 import (
 	"errors"
 	"log/slog"
+	"math"
 	"os"
 	"runtime/debug"
+
+	"github.com/kube-events/events-apiserver/pkg/livestore"
 
 	"github.com/KimMachineGun/automemlimit/memlimit"
 	"github.com/go-logr/logr"
@@ -55,10 +58,14 @@ const MemoryLimitRatio = 0.8
 // SetMemoryLimit sets the Go heap's soft limit to MemoryLimitRatio of the
 // cgroup's memory limit (the container's), unless the environment sets
 // GOMEMLIMIT, or AUTOMEMLIMIT=off; a process without a memory limit keeps
-// none.
+// none. The compact live store's memory, outside the Go heap, counts
+// against that limit (livestore.ShareMemoryLimit).
 func SetMemoryLimit() {
 	logger := klog.Background().V(2) // it runs before the flags, --version included: quiet
 	setMemoryLimit(unreadableAsNoLimit(memlimit.FromCgroup, logger), logger)
+	if limit := debug.SetMemoryLimit(-1); limit != math.MaxInt64 {
+		livestore.ShareMemoryLimit(limit)
+	}
 }
 
 // unreadableAsNoLimit is limit, where a limit that cannot be read (no

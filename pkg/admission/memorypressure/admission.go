@@ -38,6 +38,7 @@ import (
 	"sync"
 
 	"github.com/kube-events/events-apiserver/pkg/admission/internal/eventwrite"
+	"github.com/kube-events/events-apiserver/pkg/livestore"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apiserver/pkg/admission"
@@ -99,17 +100,21 @@ func (p *Plugin) Validate(_ context.Context, a admission.Attributes, _ admission
 		Status: metav1.StatusFailure,
 		Code:   http.StatusServiceUnavailable,
 		Reason: metav1.StatusReasonServiceUnavailable,
-		Message: fmt.Sprintf("the events store is at its memory limit (%d MiB in use of a %d MiB heap limit): new events are taken again as live ones expire",
+		Message: fmt.Sprintf("the events store is at its memory limit (%d MiB in use of a %d MiB limit): new events are taken again as live ones expire",
 			live>>20, limit>>20),
 		Details: &metav1.StatusDetails{RetryAfterSeconds: RetryAfterSeconds},
 	}}
 }
 
-// ProcessMemory reads this process's live heap (runtime/metrics'
-// /gc/heap/live:bytes, as of the last collection) and soft memory limit
-// (debug.SetMemoryLimit; none when it is math.MaxInt64).
+// ProcessMemory reads this process's memory in use: the live heap
+// (runtime/metrics' /gc/heap/live:bytes, as of the last collection) and
+// the memory the compact live store maps outside the heap; and its limit:
+// the soft memory limit the store shares (livestore.ShareMemoryLimit), or
+// else the Go heap's (debug.SetMemoryLimit; none when it is math.MaxInt64).
 func ProcessMemory() (live, limit uint64) {
-	if l := debug.SetMemoryLimit(-1); l > 0 && l != math.MaxInt64 {
+	if shared := livestore.SharedMemoryLimit(); shared > 0 {
+		limit = uint64(shared)
+	} else if l := debug.SetMemoryLimit(-1); l > 0 && l != math.MaxInt64 {
 		limit = uint64(l)
 	}
 	if limit == 0 {
@@ -120,7 +125,7 @@ func ProcessMemory() (live, limit uint64) {
 	if sample[0].Value.Kind() == metrics.KindUint64 {
 		live = sample[0].Value.Uint64()
 	}
-	return live, limit
+	return live + uint64(max(livestore.MappedBytes(), 0)), limit
 }
 
 const heapLiveMetric = "/gc/heap/live:bytes"

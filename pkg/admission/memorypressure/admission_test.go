@@ -70,7 +70,7 @@ func TestValidate(t *testing.T) {
 			}
 			got := []any{status.ErrStatus.Code, status.ErrStatus.Details.RetryAfterSeconds, status.ErrStatus.Message}
 			want := []any{int32(http.StatusServiceUnavailable), int32(RetryAfterSeconds),
-				"the events store is at its memory limit (91 MiB in use of a 100 MiB heap limit): new events are taken again as live ones expire"}
+				"the events store is at its memory limit (91 MiB in use of a 100 MiB limit): new events are taken again as live ones expire"}
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("refusal (-want +got):\n%s", diff)
 			}
