@@ -399,6 +399,7 @@ func (s *Store) apply(event watch.Event) error {
 		if rv > s.rv {
 			s.rv = rv
 		}
+		s.watchers.progressed(s)
 		s.cond.Broadcast()
 		s.mu.Unlock()
 		return nil

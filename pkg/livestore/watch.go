@@ -89,6 +89,10 @@ type watcher struct {
 	once   sync.Once
 
 	allowBookmarks bool
+	// progressNotify says the watcher gets a bookmark whenever etcd
+	// reports the store's watch progress (storage.ListOptions.ProgressNotify),
+	// as a watch of etcd does.
+	progressNotify bool
 	deadline       time.Time
 	// nextBookmark is when the watcher is due a bookmark; guarded by the
 	// store's lock.
@@ -282,6 +286,26 @@ func (ws *watcherSet) dispatch(s *Store, c *change) {
 	}
 }
 
+// progressed hands a bookmark at the store's revision to the watchers
+// that asked for etcd's progress notifications.
+func (ws *watcherSet) progressed(s *Store) {
+	var bookmark *change
+	for w := range ws.all {
+		if !w.progressNotify {
+			continue
+		}
+		if bookmark == nil {
+			if bookmark = s.bookmark(); bookmark == nil {
+				return
+			}
+		}
+		select {
+		case w.input <- bookmark:
+		default:
+		}
+	}
+}
+
 func (s *Store) triggerValues(obj runtime.Object) []string {
 	values, err := s.trigger.values(obj)
 	if err != nil {
@@ -386,6 +410,7 @@ func (s *Store) Watch(ctx context.Context, key string, opts storage.ListOptions)
 		result:         make(chan watch.Event, resultBuffer),
 		done:           make(chan struct{}),
 		allowBookmarks: pred.AllowWatchBookmarks,
+		progressNotify: opts.ProgressNotify,
 	}
 	w.deadline, _ = ctx.Deadline()
 	if s.trigger != nil {
