@@ -68,7 +68,7 @@ type ExtraConfig struct {
 	// EventTTL is the lease every create and update puts an event under.
 	EventTTL time.Duration
 	// StoreCache is what serves the store's reads from memory where the
-	// storage factory gives a watch cache; "" is the watch cache.
+	// storage factory gives a watch cache; "" is the compact live store.
 	StoreCache eventstorage.StoreCache
 	// SeriesSweeper, when set, runs the series controllers
 	// (pkg/registry/event/series: the state controller and the sweeper)
@@ -153,6 +153,9 @@ func (cfg *Config) Complete() CompletedConfig {
 	if cfg.ExtraConfig.EventTTL == 0 {
 		cfg.ExtraConfig.EventTTL = DefaultEventTTL
 	}
+	if cfg.ExtraConfig.StoreCache == "" {
+		cfg.ExtraConfig.StoreCache = eventstorage.CompactStore
+	}
 	cfg.GenericConfig.LivezChecks = withoutEtcdChecks(cfg.GenericConfig.LivezChecks)
 	if cfg.GenericConfig.ShutdownWatchTerminationGracePeriod == 0 {
 		cfg.GenericConfig.ShutdownWatchTerminationGracePeriod = DefaultWatchTerminationGracePeriod
@@ -181,9 +184,7 @@ func (c CompletedConfig) New(ctx context.Context) (_ *EventsServer, err error) {
 	if c.ExtraConfig.Archive != nil {
 		timeline = eventstorage.NewTimeline()
 	}
-	if timeline != nil || c.ExtraConfig.StoreCache == eventstorage.CompactStore {
-		storageOptions = eventstorage.WithStoreCache(storageOptions, c.ExtraConfig.StoreCache, timeline)
-	}
+	storageOptions = eventstorage.WithStoreCache(storageOptions, c.ExtraConfig.StoreCache, timeline)
 	if !c.ExtraConfig.LeaderElection.Disabled {
 		storageOptions = fencedWrites{storageOptions}
 	}

@@ -102,6 +102,9 @@ func CacherWithTimeline(timeline *Timeline) generic.StorageDecorator {
 // cache reads etcd with (timelineTap). A timeline feeds one cache: a
 // second store is an error.
 func storeCacheDecorator(kind StoreCache, timeline *Timeline) generic.StorageDecorator {
+	if kind == "" {
+		kind = CompactStore
+	}
 	return func(config *storagebackend.ConfigForResource, resourcePrefix string, keyFunc func(runtime.Object) (string, error),
 		newFunc, newListFunc func() runtime.Object, getAttrs storage.AttrFunc, trigger storage.IndexerFuncs, indexers *cache.Indexers,
 	) (storage.Interface, factory.DestroyFunc, error) {
