@@ -157,7 +157,6 @@ func New(config Config) (*Store, error) {
 		config:    config,
 		versioner: storage.APIObjectVersioner{},
 		clock:     clk,
-		history:   newHistory(config.HistoryBytes),
 		watchers:  newWatcherSet(config.GroupResource.String()),
 		done:      make(chan struct{}),
 	}
@@ -183,12 +182,13 @@ func New(config Config) (*Store, error) {
 	default:
 		return nil, fmt.Errorf("livestore: at most one trigger, got %d", len(config.IndexerFuncs))
 	}
-	s.table = NewTable(names)
 	if utilfeature.DefaultFeatureGate.Enabled(features.SizeBasedListCostEstimate) {
 		if err := config.Storage.EnableResourceSizeEstimation(s.keys); err != nil {
 			return nil, fmt.Errorf("livestore: enabling the size estimation of %v: %w", config.GroupResource, err)
 		}
 	}
+	s.table = NewTable(names)
+	s.history = newHistory(config.HistoryBytes)
 	metadataSource := metadata.New(map[string]string{"source": "livestore"})
 	s.progress = progress.NewConditionalProgressRequester(config.Storage.RequestWatchProgress, clk, metadataSource)
 
