@@ -187,6 +187,7 @@ func Run(ctx context.Context, cfg Config) ([]*Result, error) {
 		starts = starts[1:]
 	}
 	for _, start := range starts {
+		cfg.logf("load average %s, before a server starts", loadAverage())
 		t, err := start()
 		if err != nil {
 			return results, err
@@ -201,6 +202,21 @@ func Run(ctx context.Context, cfg Config) ([]*Result, error) {
 		}
 	}
 	return results, nil
+}
+
+// loadAverage is the machine's load average over 1, 5 and 15 minutes, as
+// /proc/loadavg gives it ("unknown" where it cannot be read): what else
+// the machine ran, which the measurements share the cores with.
+func loadAverage() string {
+	data, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	fields := strings.Fields(string(data))
+	if len(fields) < 3 {
+		return "unknown"
+	}
+	return strings.Join(fields[:3], " ")
 }
 
 func (cfg Config) logf(format string, args ...any) {
