@@ -68,9 +68,6 @@ func checkStoredObject(client *kubernetes.Client, prefix string) storagetesting.
 		if pod.ResourceVersion != "" {
 			t.Errorf("stored object at %s has resourceVersion %q, want none", key, pod.ResourceVersion)
 		}
-		if pod.SelfLink != "" {
-			t.Errorf("stored object at %s has selfLink %q, want none", key, pod.SelfLink)
-		}
 	}
 }
 
@@ -91,7 +88,7 @@ func (c *createWrapper) Create(ctx context.Context, key string, obj, out runtime
 	}
 	return wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, wait.ForeverTestTimeout, true, func(ctx context.Context) (bool, error) {
 		current := &example.Pod{}
-		err := c.Store.Get(ctx, key, storage.GetOptions{ResourceVersion: "0"}, current)
+		err := c.Get(ctx, key, storage.GetOptions{ResourceVersion: "0"}, current)
 		if storage.IsNotFound(err) {
 			return false, nil
 		}

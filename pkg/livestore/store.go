@@ -21,6 +21,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"reflect"
 	"sort"
 	"strconv"
@@ -111,6 +112,7 @@ type Store struct {
 	indexes   []storeIndex
 	trigger   *storeIndex
 	progress  *progress.ConditionalProgressRequester
+	logger    klog.Logger
 
 	// encoded is the buffer objects are encoded into for the table, which
 	// copies them: prepare runs on the goroutine that feeds the table.
@@ -158,6 +160,7 @@ func New(config Config) (*Store, error) {
 		versioner: storage.APIObjectVersioner{},
 		clock:     clk,
 		watchers:  newWatcherSet(config.GroupResource.String()),
+		logger:    klog.Background().WithName("livestore").WithValues("resource", config.GroupResource.String()),
 		done:      make(chan struct{}),
 	}
 	s.cond = sync.NewCond(s.mu.RLocker())
@@ -227,18 +230,21 @@ func (s *Store) Ready() bool {
 // list's revision, and again from a list whenever the watch fails (a
 // compacted revision, etcd gone).
 func (s *Store) run(ctx context.Context) {
-	backoff := wait.NewExponentialBackoffManager(100*time.Millisecond, 30*time.Second, 2*time.Minute, 2.0, 0.1, s.clock)
+	// From 100 ms, doubling to 30 s, back to 100 ms after two minutes
+	// without a failure.
+	delay := wait.Backoff{Duration: 100 * time.Millisecond, Factor: 2, Jitter: 0.1, Steps: math.MaxInt32, Cap: 30 * time.Second}.
+		DelayWithReset(s.clock, 2*time.Minute)
 	for ctx.Err() == nil {
 		err := s.listAndWatch(ctx)
 		if ctx.Err() != nil {
 			return
 		}
-		klog.FromContext(ctx).Info("Live store relisting", "resource", s.config.GroupResource, "err", err)
+		s.logger.Info("Live store relisting", "err", err)
 		relistsTotal.WithLabelValues(s.config.GroupResource.String()).Inc()
 		select {
 		case <-ctx.Done():
 			return
-		case <-backoff.Backoff().C():
+		case <-s.clock.After(delay()):
 		}
 	}
 }

@@ -329,7 +329,7 @@ func (s *listErrorInjector) GetList(ctx context.Context, key string, opts storag
 // prefix.
 func increaseRVFunc(client *kubernetes.Client) storagetesting.IncreaseRVFunc {
 	return func(ctx context.Context, t *testing.T) int64 {
-		resp, err := client.KV.Put(ctx, "increaseRV", "ok")
+		resp, err := client.Put(ctx, "increaseRV", "ok")
 		if err != nil {
 			t.Fatalf("Could not update increaseRV: %v", err)
 		}

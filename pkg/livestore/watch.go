@@ -35,7 +35,6 @@ import (
 	cachekey "k8s.io/apiserver/pkg/storage/cacher/key"
 	utilflowcontrol "k8s.io/apiserver/pkg/util/flowcontrol"
 	"k8s.io/component-base/metrics"
-	"k8s.io/klog/v2"
 )
 
 const (
@@ -259,7 +258,7 @@ func (ws *watcherSet) dispatch(s *Store, c *change) {
 		select {
 		case w.input <- c:
 		default:
-			klog.V(2).InfoS("Ending a watcher too slow to follow", "resource", s.config.GroupResource, "prefix", w.prefix)
+			s.logger.V(2).Info("Ending a watcher too slow to follow", "prefix", w.prefix)
 			slowWatchersTotal.WithLabelValues(s.config.GroupResource.String()).Inc()
 			ws.remove(w)
 			w.terminate()

@@ -115,7 +115,7 @@ func storeCacheDecorator(kind StoreCache, timeline *Timeline) generic.StorageDec
 		if err != nil {
 			return nil, nil, err
 		}
-		var source storage.Interface = s
+		source := s
 		if timeline != nil {
 			source = timelineTap{Interface: s, timeline: timeline}
 		}
