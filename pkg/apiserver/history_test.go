@@ -133,19 +133,19 @@ func TestHistoryPageReadsItsOwnLiveEvents(t *testing.T) {
 		t.Fatal(err)
 	}
 	timeline := eventstorage.NewTimeline()
-	store, err := eventstorage.NewREST(eventregistry.NewStrategy(Scheme), eventstorage.WithTimeline(fixedRESTOptions{
+	store, err := eventstorage.NewREST(eventregistry.NewStrategy(Scheme), eventstorage.WithStoreCache(fixedRESTOptions{
 		StorageConfig: resourceConfig, Decorator: genericregistry.StorageWithCacher(), ResourcePrefix: "events", DeleteCollectionWorkers: 1,
-	}, timeline), time.Hour, nil)
+	}, eventstorage.CompactStore, timeline), time.Hour, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(store.DestroyFunc)
 	events := history.New(store, a, codec, timeline)
-	// The watch cache lists the store when it starts.
+	// The live store lists etcd when it starts.
 	if err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
 		return store.Storage.Storage.ReadinessCheck() == nil, nil
 	}); err != nil {
-		t.Fatalf("the watch cache did not list the store: %v", err)
+		t.Fatalf("the live store did not list etcd: %v", err)
 	}
 
 	// Changes after the watch cache listed reach the timeline through its

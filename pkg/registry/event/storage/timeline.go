@@ -39,10 +39,11 @@ import (
 // history reads the live events of its page instead of every live event
 // that matches (pkg/registry/event/history).
 //
-// It is fed beneath the watch cache, by the list and the watch the cacher
-// reads etcd with (CacherWithTimeline): every change reaches the timeline
-// before the cacher, so once the cacher has answered a consistent read at
-// revision R, the timeline holds every change up to R. Over the watch
+// It is fed beneath the store's cache (the compact live store or the watch
+// cache), by the list and the watch the cache reads etcd with
+// (WithStoreCache): every change reaches the timeline before the cache, so
+// once the cache has answered a consistent read at revision R, the
+// timeline holds every change up to R. Over the watch
 // cache it keeps the objects the watch delivers, which the cacher keeps too
 // (no copy); for an event the cacher's list read and nothing changed since,
 // and for every event over the compact live store (which keeps bytes), it
@@ -59,7 +60,7 @@ type Timeline struct {
 	listingRV uint64
 	// fetch reads from the watch cache an event the timeline holds the
 	// order of only; etcd is the storage beneath the watch cache, whose
-	// revision Sync waits for. Both set by CacherWithTimeline.
+	// revision Sync waits for. Both set by WithStoreCache.
 	fetch func(ctx context.Context, name types.NamespacedName, resourceVersion string) (*core.Event, error)
 	etcd  storage.Interface
 	// keepWatched says the timeline keeps the events the watch delivers:
@@ -103,7 +104,8 @@ func newestFirst(a, b *timelineEntry) bool {
 	return cmp.Or(cmp.Compare(a.name.Namespace, b.name.Namespace), cmp.Compare(a.name.Name, b.name.Name)) < 0
 }
 
-// NewTimeline returns an empty timeline; CacherWithTimeline feeds it.
+// NewTimeline returns an empty timeline; the store's cache feeds it
+// (WithStoreCache).
 func NewTimeline() *Timeline {
 	t := &Timeline{advanced: make(chan struct{})}
 	t.reset(nil)

@@ -54,13 +54,6 @@ const (
 // StoreCaches are the values of StoreCache.
 var StoreCaches = []StoreCache{WatchCache, CompactStore}
 
-// WithTimeline returns getter with the watch cache it gives fed through
-// timeline (CacherWithTimeline). Where getter gives no watch cache
-// (--watch-cache=false), nothing feeds the timeline: Fed says so.
-func WithTimeline(getter generic.RESTOptionsGetter, timeline *Timeline) generic.RESTOptionsGetter {
-	return WithStoreCache(getter, WatchCache, timeline)
-}
-
 // WithStoreCache returns getter with the store's cache (where getter gives
 // one: --watch-cache) made by cache, fed through timeline when it is not
 // nil.
@@ -87,14 +80,6 @@ func (g storeCacheOptions) GetRESTOptions(resource schema.GroupResource, example
 // factory gives every resource either the cacher or UndecoratedStorage.
 func cached(decorator generic.StorageDecorator) bool {
 	return decorator != nil && reflect.ValueOf(decorator).Pointer() != reflect.ValueOf(generic.StorageDecorator(generic.UndecoratedStorage)).Pointer()
-}
-
-// CacherWithTimeline is k8s.io/apiserver's StorageWithCacher with timeline
-// fed beneath the cacher, by the list and watch the cacher reads etcd
-// with (timelineTap). A timeline feeds one cacher: a second store is an
-// error.
-func CacherWithTimeline(timeline *Timeline) generic.StorageDecorator {
-	return storeCacheDecorator(WatchCache, timeline)
 }
 
 // storeCacheDecorator makes the store's cache of kind cache over etcd,
