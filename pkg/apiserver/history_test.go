@@ -56,7 +56,16 @@ import (
 // what the whole store and the archive hold, merged: the archive's events
 // that are no longer live in their place, the archived older states of
 // live events not at all, and the changes made just before the first page.
+//
+// It runs over either of the store's caches, the compact live store and
+// the watch cache, which feed the timeline alike.
 func TestHistoryPageReadsItsOwnLiveEvents(t *testing.T) {
+	for _, cache := range eventstorage.StoreCaches {
+		t.Run(string(cache), func(t *testing.T) { testHistoryPageReadsItsOwnLiveEvents(t, cache) })
+	}
+}
+
+func testHistoryPageReadsItsOwnLiveEvents(t *testing.T, cache eventstorage.StoreCache) {
 	const (
 		namespace  = "shop"
 		liveEvents = 100_000
@@ -135,17 +144,17 @@ func TestHistoryPageReadsItsOwnLiveEvents(t *testing.T) {
 	timeline := eventstorage.NewTimeline()
 	store, err := eventstorage.NewREST(eventregistry.NewStrategy(Scheme), eventstorage.WithStoreCache(fixedRESTOptions{
 		StorageConfig: resourceConfig, Decorator: genericregistry.StorageWithCacher(), ResourcePrefix: "events", DeleteCollectionWorkers: 1,
-	}, eventstorage.CompactStore, timeline), time.Hour, nil)
+	}, cache, timeline), time.Hour, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(store.DestroyFunc)
 	events := history.New(store, a, codec, timeline)
-	// The live store lists etcd when it starts.
+	// The store's cache lists etcd when it starts.
 	if err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
 		return store.Storage.Storage.ReadinessCheck() == nil, nil
 	}); err != nil {
-		t.Fatalf("the live store did not list etcd: %v", err)
+		t.Fatalf("the store's cache did not list etcd: %v", err)
 	}
 
 	// Changes after the watch cache listed reach the timeline through its
