@@ -668,7 +668,6 @@ func (s *Store) list(ctx context.Context, key string, opts storage.ListOptions, 
 	}
 	var (
 		matches   []match
-		scanned   int64
 		hasMore   bool
 		decodeErr error
 		currentRV uint64
@@ -678,7 +677,6 @@ func (s *Store) list(ctx context.Context, key string, opts storage.ListOptions, 
 			hasMore = true
 			return false
 		}
-		scanned++
 		obj, err := s.decode(value, rv)
 		if err != nil {
 			decodeErr = err
@@ -697,7 +695,6 @@ func (s *Store) list(ctx context.Context, key string, opts storage.ListOptions, 
 		matches = append(matches, match{key: objKey, obj: obj})
 		return true
 	}
-	var indexUsed bool
 	var remaining int
 	func() {
 		s.mu.RLock()
@@ -706,7 +703,7 @@ func (s *Store) list(ctx context.Context, key string, opts storage.ListOptions, 
 			return
 		}
 		currentRV = s.rv
-		indexUsed = s.scanLocked(ctx, prefix, opts.Recursive, pred, visit)
+		s.scanLocked(ctx, prefix, opts.Recursive, pred, visit)
 		if hasMore && pred.Empty() && len(matches) > 0 {
 			remaining = s.table.Count(prefix, matches[len(matches)-1].key)
 		}
@@ -717,8 +714,6 @@ func (s *Store) list(ctx context.Context, key string, opts storage.ListOptions, 
 	if decodeErr != nil {
 		return decodeErr
 	}
-	_ = scanned
-	_ = indexUsed
 
 	itemsValue.Set(reflect.MakeSlice(itemsValue.Type(), len(matches), len(matches)))
 	for i, m := range matches {
