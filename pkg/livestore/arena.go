@@ -75,7 +75,8 @@ func followSharedLimit() {
 	debug.SetMemoryLimit(max(limit-mappedBytes.Load(), limit/4))
 }
 
-// chunk is a block of arena memory that records are appended to.
+// chunk is a block of arena memory that records are appended to, as the
+// table's writer sees it.
 type chunk struct {
 	// buf is the chunk's memory; nil when the chunk's number is free.
 	buf []byte
@@ -94,24 +95,44 @@ type chunk struct {
 // fall below half its size is queued for compaction, which the table runs
 // by moving the chunk's live records to the tail and freeing the chunk. So
 // every chunk but the tail is at least half live, and the arena holds at
-// most twice the live bytes plus one chunk.
+// most twice the live bytes plus one chunk, and the chunks open scans still
+// read (pins).
+//
+// Records are never written in place: the bytes of a record stay as they
+// were written until its chunk is freed, so scans read them without the
+// writer's lock.
 type arena struct {
 	chunkSize int
-	chunks    []chunk
-	// freeChunks are numbers of chunks freed, for reuse.
+	// chunks is the writer's view of the chunks, by number.
+	chunks []chunk
+	// dir is the readers' view: each chunk's memory by number, replaced
+	// (never written in place below its length) as chunks are added, so
+	// that scans read it while the writer maps new chunks.
+	dir atomic.Pointer[[][]byte]
+	// freeChunks are numbers of chunks unmapped, for reuse.
 	freeChunks []uint32
 	// tail is the chunk new records are appended to, or noChunk.
 	tail uint32
 	// queue holds the chunks to compact.
 	queue []uint32
-	// live is the bytes of live records, mapped the bytes of all chunks.
-	live, mapped int64
+	// live is the bytes of live records.
+	live int64
+	// mapped is the bytes of all chunks still mapped, retired ones included.
+	mapped atomic.Int64
 	// compactions counts the chunks compacted.
 	compactions int
+	// pins keeps the chunks open scans read mapped.
+	pins *pins
 }
 
-func newArena(chunkSize int) arena {
-	return arena{chunkSize: roundChunk(chunkSize), tail: noChunk}
+func newArena(chunkSize int) *arena {
+	a := &arena{chunkSize: roundChunk(chunkSize), tail: noChunk}
+	a.dir.Store(&[][]byte{})
+	a.pins = newPins(func(n int) {
+		a.mapped.Add(-int64(n))
+		addMapped(-int64(n))
+	})
+	return a
 }
 
 // roundChunk rounds n up to a multiple of the allocation granule.
@@ -119,47 +140,74 @@ func roundChunk(n int) int {
 	return (n + chunkGranule - 1) / chunkGranule * chunkGranule
 }
 
+// bytesOf is the memory of chunk ci, for readers.
+func (a *arena) bytesOf(ci uint32) []byte { return (*a.dir.Load())[ci] }
+
 // newChunk maps a chunk of size bytes, a multiple of the granule.
-func (a *arena) newChunk(size int) uint32 {
-	buf := allocChunk(size)
-	a.mapped += int64(len(buf))
+func (a *arena) newChunk(size int) (uint32, error) {
+	buf, err := allocChunk(size)
+	if err != nil {
+		return 0, err
+	}
+	a.mapped.Add(int64(len(buf)))
 	addMapped(int64(len(buf)))
 	c := chunk{buf: buf}
+	a.freeChunks = a.pins.takeReusable(a.freeChunks)
+	dir := *a.dir.Load()
 	if n := len(a.freeChunks); n > 0 {
 		ci := a.freeChunks[n-1]
 		a.freeChunks = a.freeChunks[:n-1]
 		a.chunks[ci] = c
-		return ci
+		// No scan reads number ci: its chunk was unmapped once the
+		// scans that could were released.
+		dir[ci] = buf
+		return ci, nil
 	}
 	a.chunks = append(a.chunks, c)
-	return uint32(len(a.chunks) - 1)
+	grown := make([][]byte, len(dir)+1, max(2*len(dir), 16))
+	copy(grown, dir)
+	if cap(dir) > len(dir) {
+		// Appending in place writes past every reader's length.
+		grown = append(dir, buf)
+	} else {
+		grown[len(dir)] = buf
+	}
+	a.dir.Store(&grown)
+	return uint32(len(a.chunks) - 1), nil
 }
 
-// freeChunk unmaps chunk ci and makes its number free.
+// freeChunk frees chunk ci: unmapped at once, or once the scans that may
+// read it are released.
 func (a *arena) freeChunk(ci uint32) {
 	c := &a.chunks[ci]
-	a.mapped -= int64(len(c.buf))
 	a.live -= int64(c.live)
-	addMapped(-int64(len(c.buf)))
-	freeChunk(c.buf)
+	buf := c.buf
 	*c = chunk{}
-	a.freeChunks = append(a.freeChunks, ci)
+	if a.pins.free(ci, buf) {
+		a.freeChunks = append(a.freeChunks, ci)
+	}
 }
 
 // alloc reserves n bytes for a record: at the end of the tail, in a new
 // tail when the tail is full, or in a chunk of its own when n exceeds the
 // chunk size. It returns the chunk, the offset in it and the bytes.
-func (a *arena) alloc(n int) (ci, off uint32, b []byte) {
+func (a *arena) alloc(n int) (ci, off uint32, b []byte, err error) {
 	if n > a.chunkSize {
-		ci = a.newChunk(roundChunk(n))
+		if ci, err = a.newChunk(roundChunk(n)); err != nil {
+			return 0, 0, nil, err
+		}
 		c := &a.chunks[ci]
 		c.used, c.live = n, n
 		a.live += int64(n)
-		return ci, 0, c.buf[:n:n]
+		return ci, 0, c.buf[:n:n], nil
 	}
 	if a.tail == noChunk || len(a.chunks[a.tail].buf)-a.chunks[a.tail].used < n {
+		tail, err := a.newChunk(a.chunkSize)
+		if err != nil {
+			return 0, 0, nil, err
+		}
 		a.retireTail()
-		a.tail = a.newChunk(a.chunkSize)
+		a.tail = tail
 	}
 	ci = a.tail
 	c := &a.chunks[ci]
@@ -167,7 +215,7 @@ func (a *arena) alloc(n int) (ci, off uint32, b []byte) {
 	c.used += n
 	c.live += n
 	a.live += int64(n)
-	return ci, off, c.buf[off : int(off)+n : int(off)+n]
+	return ci, off, c.buf[off : int(off)+n : int(off)+n], nil
 }
 
 // retireTail ends appending to the tail, freeing it when nothing in it
@@ -200,8 +248,9 @@ func (a *arena) release(ci uint32, n int) {
 	c.live -= n
 	a.live -= int64(n)
 	if ci == a.tail {
-		if c.live == 0 {
-			// Nothing in the tail lives: append from its start again.
+		if c.live == 0 && !a.pins.pinned() {
+			// Nothing in the tail lives, and no scan may read its dead
+			// records: append from its start again.
 			c.used = 0
 		}
 		return
@@ -234,12 +283,13 @@ func (a *arena) popQueue() (uint32, bool) {
 	return 0, false
 }
 
-// freeAll unmaps every chunk and empties the arena.
+// freeAll frees every chunk and empties the arena. Chunk numbers are kept:
+// a scan taken before reads its chunks by their numbers until released.
 func (a *arena) freeAll() {
 	for ci := range a.chunks {
 		if a.chunks[ci].buf != nil {
 			a.freeChunk(uint32(ci))
 		}
 	}
-	*a = arena{chunkSize: a.chunkSize, tail: noChunk, compactions: a.compactions}
+	a.tail, a.queue, a.live = noChunk, nil, 0
 }

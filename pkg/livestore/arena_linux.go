@@ -28,17 +28,10 @@ import (
 var chunkGranule = os.Getpagesize()
 
 // allocChunk maps n bytes of anonymous memory, outside the Go heap.
-func allocChunk(n int) []byte {
+func allocChunk(n int) ([]byte, error) {
 	b, err := syscall.Mmap(-1, 0, n, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_ANON|syscall.MAP_PRIVATE)
 	if err != nil {
-		panic(fmt.Sprintf("livestore: mapping %d bytes: %v", n, err))
+		return nil, fmt.Errorf("livestore: mapping %d bytes: %w", n, err)
 	}
-	return b
-}
-
-// freeChunk unmaps a chunk allocChunk mapped.
-func freeChunk(b []byte) {
-	if err := syscall.Munmap(b); err != nil {
-		panic(fmt.Sprintf("livestore: unmapping %d bytes: %v", len(b), err))
-	}
+	return b, nil
 }

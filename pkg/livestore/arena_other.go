@@ -23,7 +23,7 @@ var chunkGranule = 8
 
 // allocChunk allocates n bytes on the Go heap: only Linux maps chunks
 // outside it.
-func allocChunk(n int) []byte { return make([]byte, n) }
+func allocChunk(n int) ([]byte, error) { return make([]byte, n), nil }
 
 // freeChunk leaves the chunk to the garbage collector.
 func freeChunk([]byte) {}

@@ -22,6 +22,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/apiserver/pkg/storage"
 )
 
 // historyRecord is a change as the history hands it out: encoded, without
@@ -70,13 +71,16 @@ type history struct {
 // newHistory returns a history of at most budget bytes (rounded up to
 // whole pages). The pages are mapped now and take memory as they are
 // written.
-func newHistory(budget int) *history {
+func newHistory(budget int) (*history, error) {
 	if rem := budget % chunkGranule; rem != 0 {
 		budget += chunkGranule - rem
 	}
-	ring := allocChunk(budget)
+	ring, err := allocChunk(budget)
+	if err != nil {
+		return nil, err
+	}
 	addMapped(int64(len(ring)))
-	return &history{ring: ring}
+	return &history{ring: ring}, nil
 }
 
 // close returns the ring's memory; the history is unusable after.
@@ -87,6 +91,7 @@ func (h *history) close() {
 	addMapped(-int64(len(h.ring)))
 	freeChunk(h.ring)
 	h.ring = nil
+	h.entries, h.head = nil, 0
 }
 
 // reset starts the history of a table loaded at listRV.
@@ -95,6 +100,9 @@ func (h *history) reset(listRV uint64) {
 }
 
 func (h *history) add(c *change) {
+	if h.ring == nil {
+		return
+	}
 	var typ uint8
 	for i, t := range eventTypes {
 		if t == c.eventType {
@@ -152,6 +160,9 @@ func overlaps(e historyEntry, off, n int) bool {
 // when some of them are no longer kept (the watch cache's "too old
 // resource version").
 func (h *history) since(rv uint64) ([]historyRecord, error) {
+	if h.ring == nil {
+		return nil, storage.ErrStorageNotReady
+	}
 	if rv < h.floorRV {
 		return nil, apierrors.NewResourceExpired(fmt.Sprintf("too old resource version: %d (%d)", rv, h.floorRV))
 	}

@@ -49,7 +49,7 @@ func TestShareMemoryLimit(t *testing.T) {
 	table := NewTable(nil)
 	value := bytes.Repeat([]byte("v"), 4096)
 	for i := range 1000 { // 4 MB: several chunks
-		table.Put(fmt.Sprintf("/events/ns/e%04d", i), uint64(i+1), value, nil)
+		mustPut(t, table, fmt.Sprintf("/events/ns/e%04d", i), uint64(i+1), value, nil)
 	}
 	if MappedBytes() <= before {
 		t.Fatalf("MappedBytes() = %d after 4 MB of records, want more than %d", MappedBytes(), before)

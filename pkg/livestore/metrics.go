@@ -37,7 +37,12 @@ var (
 	})
 	relistsTotal = metrics.NewCounterVec(&metrics.CounterOpts{
 		Namespace: "events_apiserver", Subsystem: "live_store", Name: "relists_total",
-		Help:           "Lists that reloaded the compact live store after its etcd watch ended (a compacted revision, etcd unavailable), by resource; each ends the watches it served.",
+		Help:           "Lists that reloaded the compact live store because its etcd watch could not go on from the store's revision (compacted, or a change it could not apply), by resource; each ends the watches it served.",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"resource"})
+	rewatchesTotal = metrics.NewCounterVec(&metrics.CounterOpts{
+		Namespace: "events_apiserver", Subsystem: "live_store", Name: "rewatches_total",
+		Help:           "Watches of etcd the compact live store started again from its revision after one ended (closed, etcd unavailable), by resource; the watches it serves go on.",
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"resource"})
 	watchersGauge = metrics.NewGaugeVec(&metrics.GaugeOpts{
@@ -47,7 +52,7 @@ var (
 	}, []string{"resource"})
 	slowWatchersTotal = metrics.NewCounterVec(&metrics.CounterOpts{
 		Namespace: "events_apiserver", Subsystem: "live_store", Name: "slow_watchers_total",
-		Help:           "Watches ended because their client did not keep up with the changes (a full buffer), by resource; clients resume from the last revision they got.",
+		Help:           "Watches ended because their client did not keep up with the changes (a full buffer, past the dispatch budget), by resource; clients resume from the last revision they got.",
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"resource"})
 
@@ -58,7 +63,7 @@ var (
 // which the server's /metrics serves. Safe to call more than once.
 func registerMetrics() {
 	registerOnce.Do(func() {
-		legacyregistry.MustRegister(objectsGauge, mappedBytesGauge, relistsTotal, watchersGauge, slowWatchersTotal)
+		legacyregistry.MustRegister(objectsGauge, mappedBytesGauge, relistsTotal, rewatchesTotal, watchersGauge, slowWatchersTotal)
 		mappedBytesGauge.Set(float64(MappedBytes()))
 	})
 }

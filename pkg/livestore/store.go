@@ -37,6 +37,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/apiserver/pkg/features"
@@ -50,12 +51,18 @@ import (
 	"k8s.io/utils/clock"
 )
 
-// Config is what a Store caches and how: the watch cache's configuration
-// (cacher.Config), less what only the watch cache uses.
+// Config is what a Store holds and how: the cacher's configuration
+// (cacher.Config), less what only the cacher uses.
 type Config struct {
-	// Storage is etcd: writes go through it, and the store lists and
-	// watches it to stay current.
+	// Storage is etcd: writes go through it, and so do the reads the
+	// store does not serve from memory (continue tokens, exact
+	// resourceVersions, reads before the store has listed).
 	Storage storage.Interface
+	// Feed is what the store lists and watches to stay current, and the
+	// only reads that go through it; nil means Storage. Whatever observes
+	// the store's changes (the history timeline) sits in Feed, apart from
+	// clients' reads, as the cacher's storage beneath a CacheDelegator.
+	Feed storage.Interface
 	// Codec encodes the objects the store holds and decodes what it
 	// returns: the storage codec.
 	Codec runtime.Codec
@@ -73,8 +80,7 @@ type Config struct {
 	// read that value's postings instead of every object.
 	Indexers *cache.Indexers
 	// IndexerFuncs pick the watchers a change reaches by one field's
-	// value (storage.IndexerFuncs, as the watch cache's trigger); at most
-	// one.
+	// value (storage.IndexerFuncs, the cacher's trigger); at most one.
 	IndexerFuncs storage.IndexerFuncs
 	// HistoryBytes bounds the recent changes kept for watches resuming
 	// from a resourceVersion; 0 means DefaultHistoryBytes.
@@ -88,7 +94,7 @@ const DefaultHistoryBytes = 8 << 20
 
 const (
 	// freshTimeout is how long a read waits for the store to reach the
-	// resourceVersion it asks for, as the watch cache's blockTimeout.
+	// resourceVersion it asks for, as the cacher's blockTimeout.
 	freshTimeout = 3 * time.Second
 	// tooHighRetrySeconds is the Retry-After of a read that waited in vain.
 	tooHighRetrySeconds = 1
@@ -96,17 +102,30 @@ const (
 	// more than this many objects are decoded at once.
 	listPageSize = 10000
 	// bookmarkFrequency is how often a watcher that allows bookmarks gets
-	// one, at the least (the watch cache's).
+	// one, at the least (the cacher's).
 	bookmarkFrequency = time.Minute
+	// MaxSelectorTerms bounds the terms of a label or a field selector of
+	// a list or a watch: each is matched against every candidate.
+	MaxSelectorTerms = 64
 )
+
+// errNotServing says the store does not serve a read from memory now
+// (not listed yet, relisting for a consistent read, or stopped): the read
+// goes to etcd.
+var errNotServing = errors.New("livestore: not serving from memory")
 
 // Store is the compact live store: a storage.Interface whose writes go to
 // Config.Storage and whose reads are served from a Table fed by a list and
-// a watch of Config.Storage, with the watch cache's semantics (the
+// a watch of Config.Feed, with the cacher's semantics (the
 // CacheDelegator's routing with no snapshots: an exact resourceVersion and
 // a continue token are etcd's to answer).
+//
+// Reads take a Scan of the table under the store's read lock and decode
+// and filter outside it, so that no read holds the feed back for longer
+// than it takes to find where its entries are.
 type Store struct {
 	config    Config
+	feed      storage.Interface
 	versioner storage.Versioner
 	clock     clock.WithTicker
 	indexes   []storeIndex
@@ -119,13 +138,18 @@ type Store struct {
 	encoded bytes.Buffer
 
 	// mu guards everything below; cond wakes the reads waiting for rv.
-	mu       sync.RWMutex
-	cond     *sync.Cond
-	table    *Table
-	rv       uint64
-	ready    bool
-	history  *history
-	watchers *watcherSet
+	mu    sync.RWMutex
+	cond  *sync.Cond
+	table *Table
+	rv    uint64
+	// ready says the table is loaded: reads are served from memory.
+	ready bool
+	// relisting says the feed broke and the table is being loaded
+	// again: reads that must be fresh go to etcd, the others are served
+	// from the table, which is older than etcd.
+	relisting bool
+	history   *history
+	watchers  *watcherSet
 
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -140,7 +164,7 @@ type storeIndex struct {
 
 var _ storage.Interface = &Store{}
 
-// New starts a store over config.Storage: it lists and watches etcd through
+// New starts a store over config.Feed: it lists and watches etcd through
 // it and serves reads from memory once it has listed (before that, reads
 // go to etcd). Stop ends it.
 func New(config Config) (*Store, error) {
@@ -151,28 +175,28 @@ func New(config Config) (*Store, error) {
 	if config.HistoryBytes <= 0 {
 		config.HistoryBytes = DefaultHistoryBytes
 	}
+	if config.Feed == nil {
+		config.Feed = config.Storage
+	}
 	clk, ok := config.Clock.(clock.WithTicker)
 	if !ok {
 		clk = clock.RealClock{}
 	}
 	s := &Store{
 		config:    config,
+		feed:      config.Feed,
 		versioner: storage.APIObjectVersioner{},
 		clock:     clk,
-		watchers:  newWatcherSet(config.GroupResource.String()),
 		logger:    klog.Background().WithName("livestore").WithValues("resource", config.GroupResource.String()),
 		done:      make(chan struct{}),
 	}
+	s.watchers = newWatcherSet(config.GroupResource.String(), clk)
 	s.cond = sync.NewCond(s.mu.RLocker())
-	var names []string
 	if config.Indexers != nil {
 		for name, values := range *config.Indexers {
 			s.indexes = append(s.indexes, storeIndex{name: name, values: values})
 		}
 		sort.Slice(s.indexes, func(i, j int) bool { return s.indexes[i].name < s.indexes[j].name })
-		for _, index := range s.indexes {
-			names = append(names, index.name)
-		}
 	}
 	switch len(config.IndexerFuncs) {
 	case 0:
@@ -190,10 +214,13 @@ func New(config Config) (*Store, error) {
 			return nil, fmt.Errorf("livestore: enabling the size estimation of %v: %w", config.GroupResource, err)
 		}
 	}
-	s.table = NewTable(names)
-	s.history = newHistory(config.HistoryBytes)
+	var err error
+	if s.history, err = newHistory(config.HistoryBytes); err != nil {
+		return nil, err
+	}
+	s.table = NewTable(s.indexNames())
 	metadataSource := metadata.New(map[string]string{"source": "livestore"})
-	s.progress = progress.NewConditionalProgressRequester(config.Storage.RequestWatchProgress, clk, metadataSource)
+	s.progress = progress.NewConditionalProgressRequester(s.feed.RequestWatchProgress, clk, metadataSource)
 
 	ctx, cancel := context.WithCancel(metadata.NewOutgoingContext(context.Background(), metadataSource))
 	s.cancel = cancel
@@ -206,41 +233,74 @@ func New(config Config) (*Store, error) {
 	return s, nil
 }
 
-// Stop ends the store's list and watch, and every watch it serves.
+// Stop ends the store's list and watch, and every watch it serves; reads
+// after it go to etcd.
 func (s *Store) Stop() {
 	s.cancel()
 	<-s.done
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.watchers.terminateAll()
-	s.table.Close()
-	s.table = NewTable(nil)
-	s.history.close()
 	s.ready = false
+	s.watchers.terminateAll(0)
+	s.table.Close()
+	s.history.close()
 }
 
-// Ready says whether the store has loaded its first list.
+// Ready says whether the store serves reads from memory.
 func (s *Store) Ready() bool {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	return s.ready
 }
 
+// serving is whether a read is served from memory now: the store has
+// listed, and a read that must be fresh does not wait for a relist.
+func (s *Store) servingLocked(fresh bool) bool {
+	return s.ready && !(fresh && s.relisting)
+}
+
+// errFeedBroken wraps what the store could not apply from its watch: the
+// table no longer follows etcd, and must be listed again.
+var errFeedBroken = errors.New("livestore: the feed cannot be applied")
+
 // run keeps the store current until ctx ends: list, then watch from the
-// list's revision, and again from a list whenever the watch fails (a
-// compacted revision, etcd gone).
+// store's revision; watch again from there whenever the watch ends, and
+// list again only when the revision was compacted or a change could not
+// be applied.
 func (s *Store) run(ctx context.Context) {
 	// From 100 ms, doubling to 30 s, back to 100 ms after two minutes
 	// without a failure.
 	delay := wait.Backoff{Duration: 100 * time.Millisecond, Factor: 2, Jitter: 0.1, Steps: math.MaxInt32, Cap: 30 * time.Second}.
 		DelayWithReset(s.clock, 2*time.Minute)
+	listed := false
 	for ctx.Err() == nil {
-		err := s.listAndWatch(ctx)
+		var err error
+		if !listed {
+			if err = s.relist(ctx); err == nil {
+				listed = true
+				continue
+			}
+		} else {
+			err = s.follow(ctx)
+			if ctx.Err() != nil {
+				return
+			}
+			if mustRelist(err) {
+				listed = false
+				s.beginRelist()
+				relistsTotal.WithLabelValues(s.config.GroupResource.String()).Inc()
+				s.logger.Info("Live store relisting", "err", err)
+			} else {
+				rewatchesTotal.WithLabelValues(s.config.GroupResource.String()).Inc()
+				s.logger.V(2).Info("Live store watching again", "err", err)
+			}
+		}
 		if ctx.Err() != nil {
 			return
 		}
-		s.logger.Info("Live store relisting", "err", err)
-		relistsTotal.WithLabelValues(s.config.GroupResource.String()).Inc()
+		if err != nil && !listed {
+			s.logger.Info("Live store list failed", "err", err)
+		}
 		select {
 		case <-ctx.Done():
 			return
@@ -249,9 +309,25 @@ func (s *Store) run(ctx context.Context) {
 	}
 }
 
-// listAndWatch loads the table from a paged list, then applies the
-// watch's changes to it until the watch ends.
-func (s *Store) listAndWatch(ctx context.Context) error {
+// mustRelist is whether the watch ended because the table cannot follow
+// etcd from its revision any more.
+func mustRelist(err error) bool {
+	return errors.Is(err, errFeedBroken) || apierrors.IsResourceExpired(err) || apierrors.IsGone(err)
+}
+
+// beginRelist sends the reads that must be fresh to etcd until the table
+// is loaded again: the table is behind etcd meanwhile.
+func (s *Store) beginRelist() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.relisting = s.ready
+}
+
+// relist loads a new table from a paged list and puts it in place of the
+// old one, which serves the reads that need not be fresh meanwhile. The
+// watches served from the old table end: their clients resume from their
+// last resourceVersion (410 when it is older than the list).
+func (s *Store) relist(ctx context.Context) error {
 	table := NewTable(s.indexNames())
 	listRV, err := s.load(ctx, table)
 	if err != nil {
@@ -259,20 +335,28 @@ func (s *Store) listAndWatch(ctx context.Context) error {
 		return err
 	}
 	s.mu.Lock()
-	s.table.Close()
+	old := s.table
 	s.table = table
 	s.rv = listRV
 	s.ready = true
+	s.relisting = false
 	s.history.reset(listRV)
+	s.watchers.terminateAll(listRV)
 	objectsGauge.WithLabelValues(s.config.GroupResource.String()).Set(float64(table.Len()))
-	// The watchers were served from the table just replaced: a watch
-	// started before a relist cannot go on, as the watch cache's.
-	s.watchers.terminateAll()
 	s.cond.Broadcast()
 	s.mu.Unlock()
+	old.Close()
+	return nil
+}
 
-	w, err := s.config.Storage.Watch(ctx, s.config.ResourcePrefix, storage.ListOptions{
-		ResourceVersion: strconv.FormatUint(listRV, 10),
+// follow applies the changes of a watch from the store's revision until
+// the watch ends, and says why it ended.
+func (s *Store) follow(ctx context.Context) error {
+	s.mu.RLock()
+	from := s.rv
+	s.mu.RUnlock()
+	w, err := s.feed.Watch(ctx, s.config.ResourcePrefix, storage.ListOptions{
+		ResourceVersion: strconv.FormatUint(from, 10),
 		Recursive:       true,
 		Predicate:       storage.Everything,
 		ProgressNotify:  true,
@@ -311,7 +395,7 @@ func (s *Store) load(ctx context.Context, table *Table) (uint64, error) {
 	opts.Predicate.Limit = listPageSize
 	for {
 		list := s.config.NewListFunc()
-		if err := s.config.Storage.GetList(ctx, s.config.ResourcePrefix, opts, list); err != nil {
+		if err := s.feed.GetList(ctx, s.config.ResourcePrefix, opts, list); err != nil {
 			return 0, err
 		}
 		listMeta, err := meta.ListAccessor(list)
@@ -328,8 +412,7 @@ func (s *Store) load(ctx context.Context, table *Table) (uint64, error) {
 			if err != nil {
 				return err
 			}
-			table.Put(o.key, o.rv, o.value, o.indexValues)
-			return nil
+			return table.Put(o.key, o.rv, o.value, o.indexValues)
 		})
 		if err != nil {
 			return 0, err
@@ -392,37 +475,48 @@ func (s *Store) decode(value []byte, rv uint64) (runtime.Object, error) {
 	return obj, nil
 }
 
-// apply applies one change of the watch: to the table, the history and
-// the watchers.
+// apply applies one change of the watch to the table and the history,
+// then hands it to the watchers, outside the store's lock.
 func (s *Store) apply(event watch.Event) error {
 	switch event.Type {
 	case watch.Bookmark:
 		rv, err := s.versioner.ObjectResourceVersion(event.Object)
 		if err != nil {
-			return err
+			return fmt.Errorf("%w: %w", errFeedBroken, err)
 		}
 		s.mu.Lock()
 		if rv > s.rv {
 			s.rv = rv
 		}
-		s.watchers.progressed(s)
+		rv = s.rv
 		s.cond.Broadcast()
 		s.mu.Unlock()
+		s.watchers.progressed(s, rv)
 		return nil
 	case watch.Error:
 		return apierrors.FromObject(event.Object)
 	case watch.Added, watch.Modified, watch.Deleted:
 	default:
-		return fmt.Errorf("unexpected watch event %q", event.Type)
+		return fmt.Errorf("%w: unexpected watch event %q", errFeedBroken, event.Type)
 	}
+	c, err := s.applyLocked(event)
+	if err != nil {
+		return fmt.Errorf("%w: %w", errFeedBroken, err)
+	}
+	s.watchers.dispatch(s, c)
+	return nil
+}
+
+// applyLocked applies a change to the table and the history under the
+// store's lock, and returns it for the watchers.
+func (s *Store) applyLocked(event watch.Event) (*change, error) {
 	o, err := s.prepare(event.Object)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if o.labels, o.fields, err = s.config.GetAttrsFunc(o.obj); err != nil {
-		return err
+		return nil, err
 	}
-
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var prev *object
@@ -431,21 +525,20 @@ func (s *Store) apply(event watch.Event) error {
 	}
 	if event.Type == watch.Deleted {
 		s.table.Delete(o.key)
-	} else {
-		s.table.Put(o.key, o.rv, o.value, o.indexValues)
+	} else if err := s.table.Put(o.key, o.rv, o.value, o.indexValues); err != nil {
+		return nil, err
 	}
 	s.rv = o.rv
-	change := &change{eventType: event.Type, object: o, prev: prev}
-	s.history.add(change)
+	c := &change{eventType: event.Type, object: o, prev: prev}
+	s.history.add(c)
 	o.value = nil // the next prepare's buffer; the watchers read obj
-	s.watchers.dispatch(s, change)
 	objectsGauge.WithLabelValues(s.config.GroupResource.String()).Set(float64(s.table.Len()))
 	s.cond.Broadcast()
-	return nil
+	return c, nil
 }
 
-// waitFresh waits, holding the read lock, until the store has reached rv
-// or freshTimeout has passed.
+// waitFreshLocked waits, holding the read lock, until the store has
+// reached rv or freshTimeout has passed.
 func (s *Store) waitFreshLocked(ctx context.Context, rv uint64) error {
 	if rv <= s.rv {
 		return nil
@@ -476,6 +569,9 @@ func (s *Store) waitFreshLocked(ctx context.Context, rv uint64) error {
 	for s.rv < rv {
 		if ctx.Err() != nil {
 			return ctx.Err()
+		}
+		if !s.ready {
+			return errNotServing
 		}
 		if !s.clock.Now().Before(deadline) {
 			return storage.NewTooLargeResourceVersionError(rv, s.rv, tooHighRetrySeconds)
@@ -518,7 +614,7 @@ func (s *Store) ReadinessCheck() error {
 
 // RequestWatchProgress asks etcd, whose watch feeds the store.
 func (s *Store) RequestWatchProgress(ctx context.Context) error {
-	return s.config.Storage.RequestWatchProgress(ctx)
+	return s.feed.RequestWatchProgress(ctx)
 }
 
 // GetCurrentResourceVersion is etcd's current revision.
@@ -534,21 +630,25 @@ func (s *Store) EnableResourceSizeEstimation(keys storage.KeysFunc) error {
 // CompactRevision is etcd's.
 func (s *Store) CompactRevision() int64 { return s.config.Storage.CompactRevision() }
 
-// Get reads from etcd without a resourceVersion (or before the store has
-// listed), and from memory otherwise, once the store has reached it.
+// Get reads from etcd without a resourceVersion (or while the store does
+// not serve from memory), and from memory otherwise, once the store has
+// reached it.
 func (s *Store) Get(ctx context.Context, key string, opts storage.GetOptions, objPtr runtime.Object) error {
-	if opts.ResourceVersion == "" || !s.Ready() {
+	if opts.ResourceVersion == "" {
 		return s.config.Storage.Get(ctx, key, opts, objPtr)
 	}
 	rv, err := s.versioner.ParseResourceVersion(opts.ResourceVersion)
 	if err != nil {
 		return err
 	}
-	key, err = storage.PrepareKey(s.config.ResourcePrefix, key, false)
+	storageKey, err := storage.PrepareKey(s.config.ResourcePrefix, key, false)
 	if err != nil {
 		return err
 	}
-	value, objRV, currentRV, found, err := s.getFresh(ctx, key, rv)
+	value, objRV, currentRV, found, err := s.getFresh(ctx, storageKey, rv)
+	if errors.Is(err, errNotServing) {
+		return s.config.Storage.Get(ctx, key, opts, objPtr)
+	}
 	if err != nil {
 		return err
 	}
@@ -556,7 +656,7 @@ func (s *Store) Get(ctx context.Context, key string, opts storage.GetOptions, ob
 		if opts.IgnoreNotFound {
 			return runtime.SetZeroValue(objPtr)
 		}
-		return storage.NewKeyNotFoundError(key, int64(currentRV))
+		return storage.NewKeyNotFoundError(storageKey, int64(currentRV))
 	}
 	obj, err := s.decode(value, objRV)
 	if err != nil {
@@ -575,24 +675,34 @@ func (s *Store) Get(ctx context.Context, key string, opts storage.GetOptions, ob
 }
 
 // keys are the keys of every object, once the store has reached etcd's
-// current revision: what etcd's size estimation counts, as the watch
-// cache gives it.
+// current revision: what etcd's size estimation counts, as the cacher
+// gives it.
 func (s *Store) keys(ctx context.Context) ([]string, error) {
 	rv, err := s.config.Storage.GetCurrentResourceVersion(ctx)
 	if err != nil {
 		return nil, err
 	}
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if err := s.waitFreshLocked(ctx, rv); err != nil {
+	scan, err := func() (*Scan, error) {
+		s.mu.RLock()
+		defer s.mu.RUnlock()
+		if !s.servingLocked(true) {
+			return nil, errNotServing
+		}
+		if err := s.waitFreshLocked(ctx, rv); err != nil {
+			return nil, err
+		}
+		return s.table.Scan(s.config.ResourcePrefix), nil
+	}()
+	if err != nil {
 		return nil, err
 	}
-	keys := make([]string, 0, s.table.Len())
-	s.table.Ascend(s.config.ResourcePrefix, "", func(key string, _ uint64, _ []byte) bool {
+	defer scan.Release()
+	var keys []string
+	err = scan.Each(ctx, "", func(key string, _ uint64, _ []byte) bool {
 		keys = append(keys, strings.Clone(key))
 		return true
 	})
-	return keys, nil
+	return keys, err
 }
 
 // getFresh is key's value once the store has reached rv, copied out of
@@ -600,6 +710,9 @@ func (s *Store) keys(ctx context.Context) ([]string, error) {
 func (s *Store) getFresh(ctx context.Context, key string, rv uint64) (value []byte, objRV, currentRV uint64, found bool, err error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
+	if !s.servingLocked(rv > s.rv) {
+		return nil, 0, 0, false, errNotServing
+	}
 	if err := s.waitFreshLocked(ctx, rv); err != nil {
 		return nil, 0, 0, false, err
 	}
@@ -607,17 +720,40 @@ func (s *Store) getFresh(ctx context.Context, key string, rv uint64) (value []by
 	return bytes.Clone(value), objRV, s.rv, found, nil
 }
 
-// GetList serves what the watch cache would from memory, and delegates to
-// etcd what the CacheDelegator without snapshots delegates.
+// checkSelectors refuses selectors of more than MaxSelectorTerms terms,
+// with the request's field path.
+func checkSelectors(pred storage.SelectionPredicate) error {
+	var errs field.ErrorList
+	if pred.Label != nil {
+		if requirements, _ := pred.Label.Requirements(); len(requirements) > MaxSelectorTerms {
+			errs = append(errs, field.TooMany(field.NewPath("labelSelector"), len(requirements), MaxSelectorTerms))
+		}
+	}
+	if pred.Field != nil {
+		if n := len(pred.Field.Requirements()); n > MaxSelectorTerms {
+			errs = append(errs, field.TooMany(field.NewPath("fieldSelector"), n, MaxSelectorTerms))
+		}
+	}
+	if len(errs) > 0 {
+		return apierrors.NewBadRequest(errs.ToAggregate().Error())
+	}
+	return nil
+}
+
+// GetList serves what the cacher would from memory, and delegates to etcd
+// what the CacheDelegator without snapshots delegates.
 func (s *Store) GetList(ctx context.Context, key string, opts storage.ListOptions, listObj runtime.Object) error {
 	if _, _, err := storage.ValidateListOptions(s.config.ResourcePrefix, s.versioner, opts); err != nil {
+		return err
+	}
+	if err := checkSelectors(opts.Predicate); err != nil {
 		return err
 	}
 	route, err := delegator.ShouldDelegateList(opts, delegator.CacheWithoutSnapshots{})
 	if err != nil {
 		return err
 	}
-	if route.ShouldDelegate || !s.Ready() {
+	if route.ShouldDelegate {
 		return s.config.Storage.GetList(ctx, key, opts, listObj)
 	}
 	listRV, err := s.versioner.ParseResourceVersion(opts.ResourceVersion)
@@ -625,133 +761,167 @@ func (s *Store) GetList(ctx context.Context, key string, opts storage.ListOption
 		return err
 	}
 	if route.ConsistentRead {
+		if !s.serving(true) {
+			return s.config.Storage.GetList(ctx, key, opts, listObj)
+		}
 		if listRV, err = s.config.Storage.GetCurrentResourceVersion(ctx); err != nil {
 			return err
 		}
 	}
-	err = s.list(ctx, key, opts, listRV, listObj)
-	if route.ConsistentRead && storage.IsTooLargeResourceVersion(err) {
+	err = s.list(ctx, key, opts, listRV, route.ConsistentRead, listObj)
+	if errors.Is(err, errNotServing) || route.ConsistentRead && storage.IsTooLargeResourceVersion(err) {
 		return s.config.Storage.GetList(ctx, key, opts, listObj)
 	}
 	return err
 }
 
+// serving is servingLocked under the read lock.
+func (s *Store) serving(fresh bool) bool {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.servingLocked(fresh)
+}
+
+// scanLocked is a scan of the entries a read under prefix may select:
+// those of the postings of an indexed value pred requires when there is
+// one, every entry under prefix otherwise (the one at prefix, when not
+// recursive, is among them). The caller filters what it decodes.
+func (s *Store) scanLocked(ctx context.Context, prefix string, recursive bool, pred storage.SelectionPredicate) *Scan {
+	if recursive {
+		for _, value := range pred.MatcherIndex(ctx) {
+			if scan, ok := s.table.ScanIndex(value.IndexName, value.Value, prefix); ok {
+				return scan
+			}
+		}
+	}
+	return s.table.Scan(prefix)
+}
+
+// readScan is a read of the table: the scan, taken under the read lock
+// once the store reached the read's revision, and that revision.
+type readScan struct {
+	scan *Scan
+	rv   uint64
+}
+
+// takeScan takes a scan for a read at rv (fresh: rv is etcd's current
+// revision, and the read does not wait for a relist).
+func (s *Store) takeScan(ctx context.Context, prefix string, recursive bool, pred storage.SelectionPredicate, rv uint64, fresh bool) (readScan, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if !s.servingLocked(fresh || rv > s.rv) {
+		return readScan{}, errNotServing
+	}
+	if err := s.waitFreshLocked(ctx, rv); err != nil {
+		return readScan{}, err
+	}
+	return readScan{scan: s.scanLocked(ctx, prefix, recursive, pred), rv: s.rv}, nil
+}
+
 // list answers a list from the table once it has reached listRV: the
 // objects under key (the one at key when not recursive) that match the
-// predicate, in key order, from the postings of an indexed value the
-// predicate requires when there is one.
-func (s *Store) list(ctx context.Context, key string, opts storage.ListOptions, listRV uint64, listObj runtime.Object) error {
+// predicate, in key order. It decodes and filters outside the store's
+// lock, and stops when ctx ends.
+func (s *Store) list(ctx context.Context, key string, opts storage.ListOptions, listRV uint64, fresh bool, listObj runtime.Object) error {
 	prefix, err := storage.PrepareKey(s.config.ResourcePrefix, key, opts.Recursive)
 	if err != nil {
 		return err
 	}
-	items, err := meta.GetItemsPtr(listObj)
+	itemsValue, err := listItems(listObj)
 	if err != nil {
 		return err
-	}
-	itemsValue, err := conversion.EnforcePtr(items)
-	if err != nil {
-		return err
-	}
-	if itemsValue.Kind() != reflect.Slice {
-		return fmt.Errorf("need a pointer to slice, got %v", itemsValue.Kind())
 	}
 	pred := opts.Predicate
 	limit := pred.Limit
 	if opts.ResourceVersion == "0" {
-		limit = 0 // as the watch cache: a list at "0" ignores the limit
+		limit = 0 // as the cacher: a list at "0" ignores the limit
 	}
+	read, err := s.takeScan(ctx, prefix, opts.Recursive, pred, listRV, fresh)
+	if err != nil {
+		return err
+	}
+	defer read.scan.Release()
 
-	type match struct {
-		key string
-		obj runtime.Object
-	}
 	var (
-		matches   []match
+		objs      []runtime.Object
+		lastKey   string
 		hasMore   bool
 		decodeErr error
-		currentRV uint64
 	)
-	visit := func(objKey string, rv uint64, value []byte) bool {
-		if limit > 0 && int64(len(matches)) >= limit {
+	err = read.scan.Each(ctx, "", func(objKey string, rv uint64, value []byte) bool {
+		if !s.selects(objKey, prefix, opts.Recursive) {
+			return opts.Recursive // past the one key of a non-recursive read
+		}
+		if limit > 0 && int64(len(objs)) >= limit {
 			hasMore = true
 			return false
 		}
-		obj, err := s.decode(value, rv)
+		obj, matched, err := s.decodeMatching(value, rv, pred)
 		if err != nil {
 			decodeErr = err
 			return false
 		}
-		if !pred.Empty() {
-			matched, err := pred.Matches(obj)
-			if err != nil {
-				decodeErr = err
-				return false
-			}
-			if !matched {
-				return true
-			}
+		if matched {
+			objs = append(objs, obj)
+			lastKey = strings.Clone(objKey)
 		}
-		matches = append(matches, match{key: objKey, obj: obj})
 		return true
+	})
+	if err == nil {
+		err = decodeErr
+	}
+	if err != nil {
+		return err
 	}
 	var remaining int
-	func() {
-		s.mu.RLock()
-		defer s.mu.RUnlock()
-		if err = s.waitFreshLocked(ctx, listRV); err != nil {
-			return
-		}
-		currentRV = s.rv
-		s.scanLocked(ctx, prefix, opts.Recursive, pred, visit)
-		if hasMore && pred.Empty() && len(matches) > 0 {
-			remaining = s.table.Count(prefix, matches[len(matches)-1].key)
-		}
-	}()
+	if hasMore && pred.Empty() && lastKey != "" {
+		remaining = read.scan.Count(lastKey)
+	}
+	itemsValue.Set(reflect.MakeSlice(itemsValue.Type(), len(objs), len(objs)))
+	for i, obj := range objs {
+		itemsValue.Index(i).Set(reflect.ValueOf(obj).Elem())
+	}
+	continueValue, remainingItemCount, err := storage.PrepareContinueToken(lastKey, key, int64(read.rv), int64(len(objs)+remaining), hasMore, opts)
 	if err != nil {
 		return err
 	}
-	if decodeErr != nil {
-		return decodeErr
-	}
-
-	itemsValue.Set(reflect.MakeSlice(itemsValue.Type(), len(matches), len(matches)))
-	for i, m := range matches {
-		itemsValue.Index(i).Set(reflect.ValueOf(m.obj).Elem())
-	}
-	var lastKey string
-	if len(matches) > 0 {
-		lastKey = matches[len(matches)-1].key
-	}
-	continueValue, remainingItemCount, err := storage.PrepareContinueToken(lastKey, key, int64(currentRV), int64(len(matches)+remaining), hasMore, opts)
-	if err != nil {
-		return err
-	}
-	return s.versioner.UpdateList(listObj, currentRV, continueValue, remainingItemCount)
+	return s.versioner.UpdateList(listObj, read.rv, continueValue, remainingItemCount)
 }
 
-// scanLocked calls fn for the table's entries under prefix (the one at
-// prefix when not recursive) in key order: those of the postings of an
-// indexed value pred requires when there is one (it says so), every entry
-// under prefix otherwise. fn decodes and filters.
-func (s *Store) scanLocked(ctx context.Context, prefix string, recursive bool, pred storage.SelectionPredicate, fn func(key string, rv uint64, value []byte) bool) (indexUsed bool) {
+// selects is whether the entry at key is under prefix, as a read of
+// prefix (recursive or not) selects it.
+func (s *Store) selects(key, prefix string, recursive bool) bool {
 	if !recursive {
-		if value, rv, ok := s.table.Get(prefix); ok {
-			fn(prefix, rv, value)
-		}
-		return false
+		return key == prefix
 	}
-	underPrefix := func(key string, rv uint64, value []byte) bool {
-		if !cachekey.HasPathPrefix(key, prefix) {
-			return true
-		}
-		return fn(key, rv, value)
+	return cachekey.HasPathPrefix(key, prefix)
+}
+
+// decodeMatching decodes an entry and says whether pred selects it.
+func (s *Store) decodeMatching(value []byte, rv uint64, pred storage.SelectionPredicate) (runtime.Object, bool, error) {
+	obj, err := s.decode(value, rv)
+	if err != nil {
+		return nil, false, err
 	}
-	for _, value := range pred.MatcherIndex(ctx) {
-		if s.table.Lookup(value.IndexName, value.Value, prefix, underPrefix) {
-			return true
-		}
+	if pred.Empty() {
+		return obj, true, nil
 	}
-	s.table.Ascend(prefix, "", underPrefix)
-	return false
+	matched, err := pred.Matches(obj)
+	return obj, matched, err
+}
+
+// listItems is the settable slice of a list's items.
+func listItems(listObj runtime.Object) (reflect.Value, error) {
+	items, err := meta.GetItemsPtr(listObj)
+	if err != nil {
+		return reflect.Value{}, err
+	}
+	itemsValue, err := conversion.EnforcePtr(items)
+	if err != nil {
+		return reflect.Value{}, err
+	}
+	if itemsValue.Kind() != reflect.Slice {
+		return reflect.Value{}, fmt.Errorf("need a pointer to slice, got %v", itemsValue.Kind())
+	}
+	return itemsValue, nil
 }

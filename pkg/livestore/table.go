@@ -17,31 +17,39 @@ limitations under the License.
 package livestore
 
 import (
+	"cmp"
+	"context"
 	"encoding/binary"
 	"fmt"
 	"hash/maphash"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/google/btree"
 )
 
-// probeID is the id that stands, in the tree's comparisons, for the key
-// being searched (Table.probe).
-const probeID = ^uint32(0)
-
-// btreeDegree is the degree of the tree of ids in key order.
+// btreeDegree is the degree of the tree of entries in key order.
 const btreeDegree = 32
 
-// ascendBatch is how many entries Ascend collects from the tree before
-// calling back, so that the callbacks run outside the tree's iteration.
-const ascendBatch = 64
+// probeChunk marks a slot that stands, in the tree's comparisons, for a
+// key being searched rather than for a record (probes).
+const probeChunk = noChunk - 1
 
-// slot is where an entry's record is, and its resourceVersion: the entry
-// of an id, 16 bytes. The record's length is in its header. chunk is
-// noChunk for a free id.
+// maxProbes bounds the searches in flight at once; a search holds its
+// probe only while it descends the tree.
+const maxProbes = 64
+
+// scanCheckEvery is how many entries a scan visits between two checks of
+// its context.
+const scanCheckEvery = 256
+
+// slot is where an entry's record is, and its resourceVersion: 16 bytes,
+// pointer-free. The tree orders slots by the keys of their records; a
+// record's header holds its id and its length. chunk is noChunk for a free
+// id.
 type slot struct {
 	rv    uint64
 	chunk uint32
@@ -55,38 +63,47 @@ type TableStats struct {
 	// LiveBytes is the bytes of the live records in the arenas.
 	LiveBytes int64
 	// ArenaBytes is the bytes of arena memory the table holds, outside
-	// the Go heap on Linux.
+	// the Go heap on Linux, chunks that open scans still read included.
 	ArenaBytes int64
 }
 
 // Table holds objects as their encoded bytes, keyed and ordered by storage
-// key, with postings per indexed value. Its reads (Get, Ascend, Lookup,
-// Count, Len, Stats) may run concurrently with each other, not with its
-// mutations.
+// key, with postings per indexed value.
+//
+// Its mutations (Put, Delete, Reset, Close) are exclusive: no other call
+// runs with them. Its reads (Get, Len, Stats, Scan, ScanIndex and the
+// helpers over them) may run concurrently with each other. A Scan, once
+// taken, is read and released at any time, concurrently with anything:
+// it is the table as it was when taken, and the bytes it hands out stay
+// mapped until it is released.
 //
 // Each entry is a record appended to the arena: its key, the hashes of its
 // index values (so that its postings can be removed without the caller)
 // and its value, after a header of the lengths and the entry's id. An id
-// is a compact uint32 numbering a pointer-free slot (the record's chunk
-// and offset, and the resourceVersion); a B-tree of ids, compared by the
-// keys of their records, orders the entries, and postings map the hash of
-// each (index, value) pair to ids. Replacing or deleting an entry leaves
-// its old record dead in its chunk, and chunks less than half live are
-// compacted after the mutation that made them so.
+// is a compact uint32 numbering a pointer-free slot; a copy-on-write
+// B-tree of slots, compared by the keys of their records, orders the
+// entries, and postings map the hash of each (index, value) pair to ids.
+// Records are immutable: replacing or deleting an entry leaves its old
+// record dead in its chunk, and chunks less than half live are compacted
+// after the mutation that made them so.
 type Table struct {
 	indexNames []string
 	seed       maphash.Seed
-	arena      arena
+	arena      *arena
 	// slots are the entries by id; freeIDs the ids free for reuse.
 	slots   []slot
 	freeIDs []uint32
-	tree    *btree.BTreeG[uint32]
-	// probe is the key probeID stands for during a search; probeMu
-	// serializes the searches of concurrent readers.
-	probe    string
-	probeMu  sync.Mutex
-	postings postings
-	entries  int
+	tree    *btree.BTreeG[slot]
+	// clone is a copy of tree that no mutation has outdated, shared by
+	// the scans taken since; cloneMu serializes its making.
+	cloneMu sync.Mutex
+	clone   *btree.BTreeG[slot]
+	probes  *probes
+	// writeProbe is the probe of the mutations, which are exclusive.
+	writeProbe slot
+	postings   postings
+	entries    int
+	closed     bool
 	// hashes is scratch for the hashes of a Put.
 	hashes []uint64
 }
@@ -103,13 +120,48 @@ func newTableSize(indexNames []string, chunkSize int) *Table {
 		indexNames: slices.Clone(indexNames),
 		seed:       maphash.MakeSeed(),
 		arena:      newArena(chunkSize),
+		probes:     newProbes(),
 	}
+	t.writeProbe = t.probes.reserve()
 	t.tree = btree.NewG(btreeDegree, t.less)
 	return t
 }
 
-// less orders ids by the keys of their records.
-func (t *Table) less(a, b uint32) bool { return t.keyOf(a) < t.keyOf(b) }
+// probes are the keys that searches compare the tree's slots with: a
+// search stores its key in a probe and descends the tree with the probe's
+// slot. Probes are shared by concurrent searches, each holding its own.
+type probes struct {
+	keys [maxProbes + 1]atomic.Pointer[string]
+	free chan uint32
+}
+
+func newProbes() *probes {
+	p := &probes{free: make(chan uint32, maxProbes+1)}
+	for i := range maxProbes + 1 {
+		p.free <- uint32(i)
+	}
+	return p
+}
+
+// reserve takes a probe for good.
+func (p *probes) reserve() slot { return slot{chunk: probeChunk, off: <-p.free} }
+
+// acquire is a probe holding key, until release.
+func (p *probes) acquire(key string) slot {
+	s := slot{chunk: probeChunk, off: <-p.free}
+	p.set(s, key)
+	return s
+}
+
+func (p *probes) set(s slot, key string) { p.keys[s.off].Store(&key) }
+
+func (p *probes) release(s slot) {
+	p.keys[s.off].Store(nil)
+	p.free <- s.off
+}
+
+// less orders slots by the keys of their records.
+func (t *Table) less(a, b slot) bool { return t.keyOf(a) < t.keyOf(b) }
 
 // record is an entry's record, parsed.
 type record struct {
@@ -165,16 +217,15 @@ func aliasString(b []byte) string {
 
 // recordAt returns the record slot s points to.
 func (t *Table) recordAt(s slot) record {
-	return parseRecord(t.arena.chunks[s.chunk].buf[s.off:])
+	return parseRecord(t.arena.bytesOf(s.chunk)[s.off:])
 }
 
-// keyOf returns the key of id, or the probe for probeID.
-func (t *Table) keyOf(id uint32) string {
-	if id == probeID {
-		return t.probe
+// keyOf returns the key of the record s points to, or the probe's key.
+func (t *Table) keyOf(s slot) string {
+	if s.chunk == probeChunk {
+		return *t.probes.keys[s.off].Load()
 	}
-	s := t.slots[id]
-	b := t.arena.chunks[s.chunk].buf[s.off:]
+	b := t.arena.bytesOf(s.chunk)[s.off:]
 	klen, p := binary.Uvarint(b)
 	// Skip the value length and hash count, one byte each or more.
 	for b[p] >= 0x80 {
@@ -189,8 +240,11 @@ func (t *Table) keyOf(id uint32) string {
 }
 
 // writeRecord appends the record of an entry to the arena.
-func (t *Table) writeRecord(id uint32, key string, hashes []uint64, value []byte) (ci, off uint32) {
-	ci, off, b := t.arena.alloc(recordSize(key, len(hashes), value))
+func (t *Table) writeRecord(id uint32, key string, hashes []uint64, value []byte) (ci, off uint32, err error) {
+	ci, off, b, err := t.arena.alloc(recordSize(key, len(hashes), value))
+	if err != nil {
+		return 0, 0, err
+	}
 	p := binary.PutUvarint(b, uint64(len(key)))
 	p += binary.PutUvarint(b[p:], uint64(len(value)))
 	p += binary.PutUvarint(b[p:], uint64(len(hashes)))
@@ -202,17 +256,22 @@ func (t *Table) writeRecord(id uint32, key string, hashes []uint64, value []byte
 		p += 8
 	}
 	copy(b[p:], value)
-	return ci, off
+	return ci, off, nil
 }
 
-// find returns the id of key's entry.
-func (t *Table) find(key string) (uint32, bool) {
-	t.probeMu.Lock()
-	defer t.probeMu.Unlock()
-	t.probe = key
-	id, ok := t.tree.Get(probeID)
-	t.probe = ""
-	return id, ok
+// find returns the slot of key's entry in tree.
+func (t *Table) find(tree *btree.BTreeG[slot], key string) (slot, bool) {
+	probe := t.probes.acquire(key)
+	defer t.probes.release(probe)
+	return tree.Get(probe)
+}
+
+// findForWrite is find for the mutations, with their own probe.
+func (t *Table) findForWrite(key string) (slot, bool) {
+	t.probes.set(t.writeProbe, key)
+	s, ok := t.tree.Get(t.writeProbe)
+	t.probes.set(t.writeProbe, "")
+	return s, ok
 }
 
 // hash is the postings hash of value in index i: never 0.
@@ -252,27 +311,56 @@ func containsHash(hashes []byte, h uint64) bool {
 }
 
 // newID returns a free id.
-func (t *Table) newID() uint32 {
+func (t *Table) newID() (uint32, error) {
 	if n := len(t.freeIDs); n > 0 {
 		id := t.freeIDs[n-1]
 		t.freeIDs = t.freeIDs[:n-1]
-		return id
+		return id, nil
 	}
 	if len(t.slots) >= listBit {
-		panic(fmt.Sprintf("livestore: more than %d entries", listBit))
+		return 0, fmt.Errorf("livestore: more than %d entries", listBit)
 	}
 	t.slots = append(t.slots, slot{chunk: noChunk})
-	return uint32(len(t.slots) - 1)
+	return uint32(len(t.slots) - 1), nil
 }
+
+// mutated outdates the clone the scans share.
+func (t *Table) mutated() { t.clone = nil }
 
 // Put stores value for key at resourceVersion rv, with indexValues[i] the
 // values of index indexNames[i] (nil or short slices allowed: no value),
-// replacing any entry for key and its postings.
-func (t *Table) Put(key string, rv uint64, value []byte, indexValues [][]string) {
+// replacing any entry for key and its postings. It fails, changing
+// nothing, when the arena cannot map memory.
+func (t *Table) Put(key string, rv uint64, value []byte, indexValues [][]string) error {
+	if t.closed {
+		return fmt.Errorf("livestore: put in a closed table")
+	}
 	hs := t.hashesOf(indexValues)
+	old, exists := t.findForWrite(key)
+	var id uint32
+	if exists {
+		id = t.recordAt(old).id
+	} else {
+		var err error
+		if id, err = t.newID(); err != nil {
+			return err
+		}
+	}
+	// The new record is written before the old one is released: key and
+	// value may alias it.
+	ci, off, err := t.writeRecord(id, key, hs, value)
+	if err != nil {
+		if !exists {
+			t.freeIDs = append(t.freeIDs, id)
+		}
+		return err
+	}
+	t.mutated()
+	s := slot{rv: rv, chunk: ci, off: off}
 	nIDs := len(t.slots)
-	if id, ok := t.find(key); ok {
-		old := t.slots[id]
+	t.slots[id] = s
+	t.tree.ReplaceOrInsert(s)
+	if exists {
 		r := t.recordAt(old)
 		for p := 0; p < len(r.hashes); p += 8 {
 			if h := binary.LittleEndian.Uint64(r.hashes[p:]); !slices.Contains(hs, h) {
@@ -284,40 +372,35 @@ func (t *Table) Put(key string, rv uint64, value []byte, indexValues [][]string)
 				t.postings.add(h, id, nIDs)
 			}
 		}
-		// The new record is written before the old one is released: key
-		// and value may alias it.
-		ci, off := t.writeRecord(id, key, hs, value)
-		t.slots[id] = slot{rv: rv, chunk: ci, off: off}
 		t.arena.release(old.chunk, r.size)
 	} else {
-		id := t.newID()
-		ci, off := t.writeRecord(id, key, hs, value)
-		t.slots[id] = slot{rv: rv, chunk: ci, off: off}
-		t.tree.ReplaceOrInsert(id)
-		nIDs = len(t.slots)
 		for _, h := range hs {
 			t.postings.add(h, id, nIDs)
 		}
 		t.entries++
 	}
 	t.compact()
+	return nil
 }
 
 // Delete removes key's entry; ok false when there was none.
 func (t *Table) Delete(key string) (rv uint64, ok bool) {
-	id, ok := t.find(key)
+	if t.closed {
+		return 0, false
+	}
+	s, ok := t.findForWrite(key)
 	if !ok {
 		return 0, false
 	}
-	s := t.slots[id]
+	t.mutated()
 	r := t.recordAt(s)
 	for p := 0; p < len(r.hashes); p += 8 {
-		t.postings.remove(binary.LittleEndian.Uint64(r.hashes[p:]), id, len(t.slots))
+		t.postings.remove(binary.LittleEndian.Uint64(r.hashes[p:]), r.id, len(t.slots))
 	}
-	t.tree.Delete(id)
+	t.tree.Delete(s)
 	t.arena.release(s.chunk, r.size)
-	t.slots[id] = slot{chunk: noChunk}
-	t.freeIDs = append(t.freeIDs, id)
+	t.slots[r.id] = slot{chunk: noChunk}
+	t.freeIDs = append(t.freeIDs, r.id)
 	t.entries--
 	t.compact()
 	return s.rv, true
@@ -326,9 +409,10 @@ func (t *Table) Delete(key string) (rv uint64, ok bool) {
 // compact moves the live records of the chunks queued for compaction to
 // the tail, and frees the chunks. A chunk is queued when it falls below
 // half live, so the bytes moved are at most the bytes that died in it: the
-// work is amortized over the mutations that freed them.
+// work is amortized over the mutations that freed them. A chunk whose
+// records cannot be moved (no memory to map) stays as it is.
 func (t *Table) compact() {
-	a := &t.arena
+	a := t.arena
 	for {
 		ci, ok := a.popQueue()
 		if !ok {
@@ -338,9 +422,15 @@ func (t *Table) compact() {
 		for off := 0; off < used; {
 			r := parseRecord(buf[off:])
 			if int(r.id) < len(t.slots) && t.slots[r.id].chunk == ci && t.slots[r.id].off == uint32(off) {
-				nci, noff, b := a.alloc(r.size)
+				s := t.slots[r.id]
+				nci, noff, b, err := a.alloc(r.size)
+				if err != nil {
+					return
+				}
 				copy(b, buf[off:off+r.size])
-				t.slots[r.id].chunk, t.slots[r.id].off = nci, noff
+				s.chunk, s.off = nci, noff
+				t.slots[r.id] = s
+				t.tree.ReplaceOrInsert(s)
 				a.chunks[ci].live -= r.size
 				a.live -= int64(r.size)
 			}
@@ -352,13 +442,12 @@ func (t *Table) compact() {
 }
 
 // Get returns key's value and rv. value aliases the table's memory: valid
-// only until the next Put, Delete, Reset or Close.
+// only until the next mutation.
 func (t *Table) Get(key string) (value []byte, rv uint64, ok bool) {
-	id, ok := t.find(key)
+	s, ok := t.find(t.tree, key)
 	if !ok {
 		return nil, 0, false
 	}
-	s := t.slots[id]
 	return t.recordAt(s).value, s.rv, true
 }
 
@@ -371,108 +460,206 @@ func start(prefix, after string) string {
 	return prefix
 }
 
-// Ascend calls fn for each entry whose key has prefix, in key order,
-// starting after `after` (strictly greater; "" = from the first), until fn
-// returns false. Keys and values passed to fn alias table memory: keys are
-// valid during the call, values until the next mutation. fn may read the
-// table but not change it.
-func (t *Table) Ascend(prefix, after string, fn func(key string, rv uint64, value []byte) bool) {
-	t.ascend(prefix, after, nil, fn)
+// Scan is a table's entries under a prefix as they were when it was
+// taken: all of them, or the candidates of an indexed value. It is read
+// without the table's caller holding any lock, by one goroutine, and must
+// be released; the keys and values it hands out alias the arena and are
+// valid until Release.
+type Scan struct {
+	t      *Table
+	epoch  uint64
+	open   bool
+	prefix string
+	// tree is the entries in key order, or nil when entries are the
+	// candidates.
+	tree *btree.BTreeG[slot]
+	// keep, when tree is set and keep is not nil, is the bitmap of the
+	// ids to visit.
+	keep []uint64
+	// entries are the candidates of a sparse posting, sorted by key once
+	// they are first read.
+	entries []slot
+	sorted  bool
 }
 
-// ascend is Ascend over the entries whose id keep keeps (all when nil).
-// It walks the tree in batches and calls fn between them, outside the
-// tree's iteration, so that fn may search the table.
-func (t *Table) ascend(prefix, after string, keep func(id uint32) bool, fn func(key string, rv uint64, value []byte) bool) {
-	// Keys are from `from` on, and skip (after, then the last key of the
-	// batch before) is passed over.
-	from, skip := start(prefix, after), after
-	var batch [ascendBatch]uint32
-	for {
-		n := 0
-		t.probeMu.Lock()
-		t.probe = from
-		t.tree.AscendGreaterOrEqual(probeID, func(id uint32) bool {
-			k := t.keyOf(id)
-			if !strings.HasPrefix(k, prefix) {
+// snapshotTree is a copy of the tree no mutation changes: the shared
+// clone, made when a mutation outdated the last one.
+func (t *Table) snapshotTree() *btree.BTreeG[slot] {
+	t.cloneMu.Lock()
+	defer t.cloneMu.Unlock()
+	if t.clone == nil {
+		t.clone = t.tree.Clone()
+	}
+	return t.clone
+}
+
+// Scan returns the entries whose key has prefix.
+func (t *Table) Scan(prefix string) *Scan {
+	return &Scan{t: t, epoch: t.arena.pins.pin(), open: true, prefix: prefix, tree: t.snapshotTree()}
+}
+
+// ScanIndex returns the entries with prefix whose index `index` holds
+// value; it may also return entries whose value only collides with it by
+// hash (callers filter what they decode). ok is false when index is not
+// one of the table's indexes.
+func (t *Table) ScanIndex(index, value, prefix string) (scan *Scan, ok bool) {
+	i := slices.Index(t.indexNames, index)
+	if i < 0 {
+		return nil, false
+	}
+	h := t.hash(i, value)
+	s := &Scan{t: t, epoch: t.arena.pins.pin(), open: true, prefix: prefix}
+	if l := t.postings.list(h); l != nil && l.bits != nil {
+		// The value is common: walk the prefix in key order, keeping the
+		// posting's ids, rather than sort them.
+		s.tree, s.keep = t.snapshotTree(), slices.Clone(l.bits)
+		return s, true
+	}
+	var one [1]uint32
+	for _, id := range t.postings.appendIDs(one[:0], h) {
+		s.entries = append(s.entries, t.slots[id])
+	}
+	return s, true
+}
+
+// Release ends the scan: the memory it read may be freed. Releasing again
+// does nothing.
+func (s *Scan) Release() {
+	if s.open {
+		s.open = false
+		s.t.arena.pins.unpin(s.epoch)
+	}
+}
+
+// Each calls fn for the scan's entries after `after` (strictly greater;
+// "" = from the first), in key order, until fn returns false or ctx ends
+// (checked every scanCheckEvery entries: the error is ctx's).
+func (s *Scan) Each(ctx context.Context, after string, fn func(key string, rv uint64, value []byte) bool) error {
+	if !s.open {
+		return fmt.Errorf("livestore: read of a released scan")
+	}
+	n := 0
+	var err error
+	visit := func(e slot) bool {
+		if n++; n%scanCheckEvery == 0 {
+			if err = ctx.Err(); err != nil {
 				return false
 			}
-			if skip != "" && k == skip || keep != nil && !keep(id) {
-				return true
-			}
-			batch[n] = id
-			n++
-			return n < len(batch)
-		})
-		t.probe = ""
-		t.probeMu.Unlock()
-		for _, id := range batch[:n] {
-			s := t.slots[id]
-			r := t.recordAt(s)
-			if !fn(r.key, s.rv, r.value) {
-				return
-			}
 		}
-		if n < len(batch) {
-			return
-		}
-		from = t.keyOf(batch[n-1])
-		skip = from
+		r := s.t.recordAt(e)
+		return fn(r.key, e.rv, r.value)
 	}
+	if s.tree == nil {
+		s.sortEntries()
+		i, _ := slices.BinarySearchFunc(s.entries, start(s.prefix, after), func(e slot, k string) int { return strings.Compare(s.t.keyOf(e), k) })
+		for _, e := range s.entries[i:] {
+			k := s.t.keyOf(e)
+			if k == after {
+				continue
+			}
+			if !strings.HasPrefix(k, s.prefix) || !visit(e) {
+				break
+			}
+		}
+		return err
+	}
+	s.ascend(after, func(e slot, _ string) bool {
+		if s.keep != nil && !bitSet(s.keep, s.t.recordAt(e).id) {
+			return true
+		}
+		return visit(e)
+	})
+	return err
+}
+
+// Count is how many of the scan's entries have keys after `after`. It
+// walks them.
+func (s *Scan) Count(after string) int {
+	n := 0
+	if s.tree == nil {
+		_ = s.Each(context.Background(), after, func(string, uint64, []byte) bool { n++; return true })
+		return n
+	}
+	s.ascend(after, func(e slot, _ string) bool {
+		if s.keep == nil || bitSet(s.keep, s.t.recordAt(e).id) {
+			n++
+		}
+		return true
+	})
+	return n
+}
+
+// ascend walks the scan's tree from the first key with the prefix after
+// `after`, in key order, until fn returns false or the prefix ends. The
+// probe of the first key is held only to find it: the walk compares with
+// that entry.
+func (s *Scan) ascend(after string, fn func(e slot, key string) bool) {
+	var first slot
+	found := false
+	probe := s.t.probes.acquire(start(s.prefix, after))
+	s.tree.AscendGreaterOrEqual(probe, func(e slot) bool {
+		first, found = e, true
+		return false
+	})
+	s.t.probes.release(probe)
+	if !found {
+		return
+	}
+	s.tree.AscendGreaterOrEqual(first, func(e slot) bool {
+		k := s.t.keyOf(e)
+		if !strings.HasPrefix(k, s.prefix) {
+			return false
+		}
+		if after != "" && k == after {
+			return true
+		}
+		return fn(e, k)
+	})
+}
+
+// sortEntries keeps the candidates under the prefix, in key order.
+func (s *Scan) sortEntries() {
+	if s.sorted {
+		return
+	}
+	s.sorted = true
+	s.entries = slices.DeleteFunc(s.entries, func(e slot) bool { return !strings.HasPrefix(s.t.keyOf(e), s.prefix) })
+	slices.SortFunc(s.entries, func(a, b slot) int { return cmp.Compare(s.t.keyOf(a), s.t.keyOf(b)) })
+}
+
+func bitSet(bits []uint64, id uint32) bool {
+	w := int(id / 64)
+	return w < len(bits) && bits[w]&(1<<(id%64)) != 0
+}
+
+// Ascend calls fn for each entry whose key has prefix, in key order,
+// starting after `after` (strictly greater; "" = from the first), until fn
+// returns false. Keys and values passed to fn are valid during the call.
+func (t *Table) Ascend(prefix, after string, fn func(key string, rv uint64, value []byte) bool) {
+	s := t.Scan(prefix)
+	defer s.Release()
+	_ = s.Each(context.Background(), after, fn)
 }
 
 // Lookup calls fn, in key order, for the entries with prefix whose index
-// `index` holds value; it may also call fn for entries whose value only
-// collides with it by hash (callers filter what they decode). ok is false
-// when index is not one of the table's indexes. Keys and values passed to
-// fn alias table memory as Ascend's; fn may read the table but not change
-// it.
+// `index` holds value, or collides with it by hash, as ScanIndex. Keys and
+// values passed to fn are valid during the call.
 func (t *Table) Lookup(index, value, prefix string, fn func(key string, rv uint64, value []byte) bool) (ok bool) {
-	i := slices.Index(t.indexNames, index)
-	if i < 0 {
+	s, ok := t.ScanIndex(index, value, prefix)
+	if !ok {
 		return false
 	}
-	h := t.hash(i, value)
-	if l := t.postings.list(h); l != nil && l.bits != nil {
-		// The value is common: walk the prefix in key order, keeping
-		// the posting's ids, rather than sort them.
-		t.ascend(prefix, "", l.has, fn)
-		return true
-	}
-	var one [1]uint32
-	ids := t.postings.appendIDs(one[:0], h)
-	ids = slices.DeleteFunc(ids, func(id uint32) bool { return !strings.HasPrefix(t.keyOf(id), prefix) })
-	slices.SortFunc(ids, func(a, b uint32) int { return strings.Compare(t.keyOf(a), t.keyOf(b)) })
-	for _, id := range ids {
-		s := t.slots[id]
-		r := t.recordAt(s)
-		if !fn(r.key, s.rv, r.value) {
-			break
-		}
-	}
+	defer s.Release()
+	_ = s.Each(context.Background(), "", fn)
 	return true
 }
 
 // Count is how many entries with prefix have keys after `after`. It walks
 // them.
 func (t *Table) Count(prefix, after string) int {
-	from := start(prefix, after)
-	n := 0
-	t.probeMu.Lock()
-	defer t.probeMu.Unlock()
-	t.probe = from
-	t.tree.AscendGreaterOrEqual(probeID, func(id uint32) bool {
-		k := t.keyOf(id)
-		if !strings.HasPrefix(k, prefix) {
-			return false
-		}
-		if after == "" || k != after {
-			n++
-		}
-		return true
-	})
-	t.probe = ""
-	return n
+	s := t.Scan(prefix)
+	defer s.Release()
+	return s.Count(after)
 }
 
 // Len is how many entries the table holds.
@@ -480,9 +667,10 @@ func (t *Table) Len() int { return t.entries }
 
 // Reset empties the table (a relist replaces everything).
 func (t *Table) Reset() {
+	t.mutated()
 	t.arena.freeAll()
 	t.slots, t.freeIDs = nil, nil
-	t.tree.Clear(false)
+	t.tree = btree.NewG(btreeDegree, t.less)
 	t.postings.reset()
 	t.entries = 0
 }
@@ -490,15 +678,15 @@ func (t *Table) Reset() {
 // Stats returns the table's entries, the bytes of its live records in the
 // arenas and the bytes of arena memory mapped.
 func (t *Table) Stats() TableStats {
-	return TableStats{Entries: t.entries, LiveBytes: t.arena.live, ArenaBytes: t.arena.mapped}
+	return TableStats{Entries: t.entries, LiveBytes: t.arena.live, ArenaBytes: t.arena.mapped.Load()}
 }
 
-// Close returns the arenas' memory; the table is unusable after. Closing
-// again does nothing.
+// Close returns the arenas' memory, once the scans taken before are
+// released; the table is unusable after. Closing again does nothing.
 func (t *Table) Close() {
-	if t.tree == nil {
+	if t.closed {
 		return
 	}
 	t.Reset()
-	t.tree = nil
+	t.closed = true
 }

@@ -68,7 +68,7 @@ func fill(t testing.TB, keys []string, idx func(key string) [][]string) *Table {
 	tab := newTableSize(testIndexes, 4096)
 	t.Cleanup(tab.Close)
 	for i, k := range keys {
-		tab.Put(k, uint64(i+1), []byte("v"+k), idx(k))
+		mustPut(t, tab, k, uint64(i+1), []byte("v"+k), idx(k))
 	}
 	return tab
 }
@@ -97,7 +97,7 @@ func TestTablePutGet(t *testing.T) {
 			tab := newTableSize(testIndexes, 4096)
 			defer tab.Close()
 			for _, p := range tc.puts {
-				tab.Put(p.Key, p.RV, []byte(p.Value), nil)
+				mustPut(t, tab, p.Key, p.RV, []byte(p.Value), nil)
 			}
 			value, rv, ok := tab.Get(tc.key)
 			var got *kv
@@ -149,10 +149,12 @@ func TestTableAscend(t *testing.T) {
 	}
 }
 
-func TestTableAscendBatches(t *testing.T) {
-	// More entries than a batch, so that Ascend resumes after each.
+func TestTableAscendMany(t *testing.T) {
+	// More entries than a node of the tree holds, so that Ascend walks
+	// several levels.
+	const many = 4 * 2 * btreeDegree
 	var keys []string
-	for i := range 3*ascendBatch + 5 {
+	for i := range 3*many + 5 {
 		keys = append(keys, fmt.Sprintf("/k/%04d", i))
 	}
 	tab := fill(t, keys, noIndex)
@@ -162,8 +164,8 @@ func TestTableAscendBatches(t *testing.T) {
 		want        []string
 	}{
 		{name: "all", want: keys},
-		{name: "after", after: keys[ascendBatch-1], want: keys[ascendBatch:]},
-		{name: "limit across batches", limit: ascendBatch + 2, want: keys[:ascendBatch+2]},
+		{name: "after", after: keys[many-1], want: keys[many:]},
+		{name: "limit across nodes", limit: many + 2, want: keys[:many+2]},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var got []string
@@ -299,7 +301,7 @@ func TestTableLookup(t *testing.T) {
 			tab := newTableSize(testIndexes, 4096)
 			defer tab.Close()
 			for i, p := range tc.puts {
-				tab.Put(p.key, uint64(i+1), []byte("v"), p.index)
+				mustPut(t, tab, p.key, uint64(i+1), []byte("v"), p.index)
 			}
 			for _, k := range tc.deletes {
 				tab.Delete(k)
@@ -332,7 +334,7 @@ func TestTableDensePostings(t *testing.T) {
 		if i%3 != 0 {
 			v, want = "common", append(want, k)
 		}
-		tab.Put(k, uint64(i), []byte(k), [][]string{{v}})
+		mustPut(t, tab, k, uint64(i), []byte(k), [][]string{{v}})
 	}
 	keysOf := func() []string {
 		var got []string
@@ -401,7 +403,7 @@ func TestTableReset(t *testing.T) {
 	if got := must(lookup(tab, "ns", "x", "", 0)); len(got) != 0 {
 		t.Errorf("Lookup after Reset = %v", got)
 	}
-	tab.Put("/c", 9, []byte("C"), [][]string{{"x"}})
+	mustPut(t, tab, "/c", 9, []byte("C"), [][]string{{"x"}})
 	want := []kv{{"/c", 9, "C"}}
 	if diff := cmp.Diff(want, ascend(tab, "", "", 0)); diff != "" {
 		t.Errorf("Ascend after Reset and Put (-want +got):\n%s", diff)
@@ -416,7 +418,7 @@ func TestTableCloseReturnsMemory(t *testing.T) {
 	before := MappedBytes()
 	tab := newTableSize(testIndexes, 4096)
 	for i := range 100 {
-		tab.Put(fmt.Sprintf("/k/%d", i), 1, make([]byte, 300), nil)
+		mustPut(t, tab, fmt.Sprintf("/k/%d", i), 1, make([]byte, 300), nil)
 	}
 	st := tab.Stats()
 	if st.ArenaBytes == 0 || MappedBytes()-before != st.ArenaBytes {
@@ -434,7 +436,7 @@ func TestTableCloseReturnsMemory(t *testing.T) {
 // postings.
 func checkInvariants(t testing.TB, tab *Table) {
 	t.Helper()
-	a := &tab.arena
+	a := tab.arena
 	if len(a.queue) != 0 {
 		t.Errorf("compaction queue holds %v after a mutation", a.queue)
 	}
@@ -449,20 +451,16 @@ func checkInvariants(t testing.TB, tab *Table) {
 			t.Errorf("chunk %d (not the tail) is %d/%d live", ci, c.live, len(c.buf))
 		}
 	}
-	if mapped != a.mapped {
-		t.Errorf("chunks map %d bytes, arena counts %d", mapped, a.mapped)
+	if mapped != a.mapped.Load() {
+		t.Errorf("chunks map %d bytes, arena counts %d", mapped, a.mapped.Load())
 	}
 	hashCount := map[uint64]int{}
 	n, prev := 0, ""
-	tab.tree.Ascend(func(id uint32) bool {
-		s := tab.slots[id]
-		if s.chunk == noChunk {
-			t.Errorf("id %d in the tree is free", id)
-			return true
-		}
+	tab.tree.Ascend(func(s slot) bool {
 		r := tab.recordAt(s)
-		if r.id != id {
-			t.Errorf("record of id %d says id %d", id, r.id)
+		id := r.id
+		if tab.slots[id] != s {
+			t.Errorf("slot of id %d is %+v, the tree's %+v", id, tab.slots[id], s)
 		}
 		if n > 0 && r.key <= prev {
 			t.Errorf("key %q after %q", r.key, prev)
@@ -492,8 +490,8 @@ func checkInvariants(t testing.TB, tab *Table) {
 	if live != a.live {
 		t.Errorf("chunks hold %d live bytes, arena counts %d", live, a.live)
 	}
-	if a.mapped > 2*a.live+int64(a.chunkSize) {
-		t.Errorf("arena maps %d bytes for %d live (chunk %d)", a.mapped, a.live, a.chunkSize)
+	if a.mapped.Load() > 2*a.live+int64(a.chunkSize) {
+		t.Errorf("arena maps %d bytes for %d live (chunk %d)", a.mapped.Load(), a.live, a.chunkSize)
 	}
 	if tab.postings.n != len(hashCount) {
 		t.Errorf("postings hold %d hashes, entries %d", tab.postings.n, len(hashCount))
@@ -651,7 +649,7 @@ func runModel(t *testing.T, src source, cfg modelConfig) int {
 				}
 				idx = append(idx, vals)
 			}
-			tab.Put(k, rv, []byte(v), idx)
+			mustPut(t, tab, k, rv, []byte(v), idx)
 			m[k] = modelEntry{rv, v, idx}
 		case c < 60:
 			k := key()
@@ -784,7 +782,7 @@ func TestTableChurnMemory(t *testing.T) {
 		if r.Intn(3) == 0 {
 			tab.Delete(k)
 		} else {
-			tab.Put(k, uint64(op), value[:100+r.Intn(len(value)-100)], [][]string{{k}, {"ns"}, {fmt.Sprint(op)}})
+			mustPut(t, tab, k, uint64(op), value[:100+r.Intn(len(value)-100)], [][]string{{k}, {"ns"}, {fmt.Sprint(op)}})
 		}
 		st := tab.Stats()
 		if st.ArenaBytes > 2*st.LiveBytes+2*chunkSize {
@@ -851,7 +849,7 @@ func BenchmarkTableMemory(b *testing.B) {
 		b.StartTimer()
 		start := time.Now()
 		for i, e := range entries {
-			tab.Put(e.key, uint64(i+1), e.value, e.index)
+			mustPut(b, tab, e.key, uint64(i+1), e.value, e.index)
 		}
 		putNs = float64(time.Since(start).Nanoseconds()) / n
 		b.StopTimer()
@@ -868,4 +866,12 @@ func BenchmarkTableMemory(b *testing.B) {
 	b.ReportMetric(arena, "arena-B/entry")
 	b.ReportMetric(live, "live-B/entry")
 	b.ReportMetric(putNs, "ns/put")
+}
+
+// mustPut puts an entry in tab, failing the test when the arena cannot.
+func mustPut(tb testing.TB, tab *Table, key string, rv uint64, value []byte, indexValues [][]string) {
+	tb.Helper()
+	if err := tab.Put(key, rv, value, indexValues); err != nil {
+		tb.Fatalf("Put(%q): %v", key, err)
+	}
 }

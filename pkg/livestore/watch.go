@@ -35,6 +35,7 @@ import (
 	cachekey "k8s.io/apiserver/pkg/storage/cacher/key"
 	utilflowcontrol "k8s.io/apiserver/pkg/util/flowcontrol"
 	"k8s.io/component-base/metrics"
+	"k8s.io/utils/clock"
 )
 
 const (
@@ -43,8 +44,13 @@ const (
 	triggeredWatcherBuffer = 100
 	watcherBuffer          = 1000
 	// resultBuffer is the buffer of a watch's result: what a stopped
-	// watch still delivers, as the watch cache's.
+	// watch still delivers, as the cacher's.
 	resultBuffer = 10
+	// The dispatch budget, as the cacher's: the time the feed may wait, in
+	// all, for watchers whose buffers are full before ending them,
+	// refilled at refreshPerSecond up to maxDispatchBudget.
+	maxDispatchBudget = 100 * time.Millisecond
+	refreshPerSecond  = 50 * time.Millisecond
 )
 
 // change is one change of the watch as the watchers get it: the object
@@ -56,7 +62,7 @@ type change struct {
 	prev      *object
 }
 
-// prepared decodes the previous state of a change and reads its
+// preparePrev decodes the previous state of a change and reads its
 // attributes, once, before the change reaches the watchers.
 func (s *Store) preparePrev(prev *object) error {
 	if prev == nil || prev.obj != nil {
@@ -94,7 +100,7 @@ type watcher struct {
 	progressNotify bool
 	deadline       time.Time
 	// nextBookmark is when the watcher is due a bookmark; guarded by the
-	// store's lock.
+	// watcher set's lock.
 	nextBookmark time.Time
 }
 
@@ -103,9 +109,7 @@ func (w *watcher) ResultChan() <-chan watch.Event { return w.result }
 
 // Stop ends the watch.
 func (w *watcher) Stop() {
-	w.store.mu.Lock()
 	w.store.watchers.remove(w)
-	w.store.mu.Unlock()
 	w.terminate()
 }
 
@@ -125,14 +129,14 @@ func (w *watcher) matches(key string, l labels.Set, f fields.Set) bool {
 }
 
 // event is what the watcher sends for a change, nil for nothing: the
-// watch cache's rule, by which an object that stops matching is deleted
-// from the watcher's view and one that starts matching is added to it.
+// cacher's rule, by which an object that stops matching is deleted from
+// the watcher's view and one that starts matching is added to it.
 func (w *watcher) event(c *change) *watch.Event {
 	if c.eventType == watch.Bookmark {
 		return &watch.Event{Type: watch.Bookmark, Object: c.object.obj}
 	}
 	cur := c.eventType != watch.Deleted && w.matches(c.object.key, c.object.labels, c.object.fields)
-	old := c.prev != nil && w.matches(c.prev.key, c.prev.labels, c.prev.fields)
+	old := c.prev != nil && c.prev.obj != nil && w.matches(c.prev.key, c.prev.labels, c.prev.fields)
 	switch {
 	case cur && !old:
 		return &watch.Event{Type: watch.Added, Object: c.object.obj}
@@ -149,27 +153,56 @@ func (w *watcher) event(c *change) *watch.Event {
 	return nil
 }
 
+// watchStart is where a watch begins, as read under the store's lock when
+// it was registered: the revision it follows from, and either a scan of
+// the state it begins with or the changes it replays.
+type watchStart struct {
+	rv     uint64
+	scan   *Scan
+	replay []historyRecord
+	// endBookmark asks for the bookmark that ends the initial events.
+	endBookmark bool
+}
+
 // run sends the watch's initial changes, then the changes dispatched to
-// it after startRV, until the watch is stopped.
-func (w *watcher) run(ctx context.Context, initial []*change, startRV uint64) {
+// it after the start's revision, until the watch is stopped. Changes and
+// bookmarks at or below what the watch has delivered are not sent again:
+// its resourceVersions never go backwards.
+func (w *watcher) run(ctx context.Context, start watchStart) {
 	defer close(w.result)
 	defer w.Stop()
+	initial, err := w.store.initialChanges(ctx, w, start)
+	if err != nil {
+		w.sendError(err)
+		return
+	}
 	for _, c := range initial {
 		if !w.send(c) {
 			return
 		}
 	}
 	// The watch holds its API Priority and Fairness seat until it has
-	// sent its initial events, as the watch cache's.
+	// sent its initial events, as the cacher's.
 	utilflowcontrol.WatchInitialized(ctx)
+	sentRV, bookmarkRV := start.rv, uint64(0)
+	if start.endBookmark {
+		bookmarkRV = start.rv
+	}
 	for {
 		select {
 		case <-w.done:
 			return
 		case c := <-w.input:
-			if c.eventType != watch.Bookmark && c.object.rv <= startRV {
-				continue // already among the initial changes
+			rv := c.object.rv
+			if c.eventType == watch.Bookmark {
+				if rv < sentRV || rv <= bookmarkRV {
+					continue
+				}
+				bookmarkRV = rv
+			} else if rv <= sentRV {
+				continue // among the initial changes, or before the start
 			}
+			sentRV = rv
 			if !w.send(c) {
 				return
 			}
@@ -190,28 +223,141 @@ func (w *watcher) send(c *change) bool {
 	}
 }
 
-// watcherSet is the store's watchers, those requiring a trigger value
-// by that value.
-type watcherSet struct {
-	// watchers counts them in the metrics.
-	watchers  metrics.GaugeMetric
-	all       map[*watcher]struct{}
-	untrigged map[*watcher]struct{}
-	byTrigger map[string]map[*watcher]struct{}
+func (w *watcher) sendError(err error) {
+	select {
+	case <-w.done:
+	case w.result <- watch.Event{Type: watch.Error, Object: statusOf(err)}:
+	}
 }
 
-func newWatcherSet(resource string) *watcherSet {
+// initialChanges are the changes a watch begins with: the state it
+// selects, decoded from the start's scan (released then), ending with a
+// bookmark when asked; or the history's changes after the watch's
+// resourceVersion. They are decoded on the watch's goroutine, outside the
+// store's lock.
+func (s *Store) initialChanges(ctx context.Context, w *watcher, start watchStart) ([]*change, error) {
+	var changes []*change
+	if start.scan != nil {
+		var decodeErr error
+		err := start.scan.Each(ctx, "", func(key string, rv uint64, value []byte) bool {
+			if !s.selects(key, w.prefix, w.recursive) {
+				return w.recursive
+			}
+			c, err := s.addedChange(key, rv, value, w)
+			if err != nil {
+				decodeErr = err
+				return false
+			}
+			if c != nil {
+				changes = append(changes, c)
+			}
+			return true
+		})
+		start.scan.Release()
+		if err == nil {
+			err = decodeErr
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	for i := range start.replay {
+		c, err := s.replayed(&start.replay[i])
+		if err != nil {
+			return nil, err
+		}
+		changes = append(changes, c)
+	}
+	if start.endBookmark {
+		end := s.bookmark(start.rv)
+		if end == nil {
+			return nil, fmt.Errorf("cannot make a bookmark")
+		}
+		if err := storage.AnnotateInitialEventsEndBookmark(end.object.obj); err != nil {
+			return nil, err
+		}
+		changes = append(changes, end)
+	}
+	return changes, nil
+}
+
+// addedChange is the entry at key as an added change, when w selects it
+// (nil otherwise). The key is copied: the change outlives the scan.
+func (s *Store) addedChange(key string, rv uint64, value []byte, w *watcher) (*change, error) {
+	obj, err := s.decode(value, rv)
+	if err != nil {
+		return nil, err
+	}
+	o := &object{obj: obj, rv: rv}
+	if o.labels, o.fields, err = s.config.GetAttrsFunc(obj); err != nil {
+		return nil, err
+	}
+	if !w.pred.MatchesObjectAttributes(o.labels, o.fields) {
+		return nil, nil
+	}
+	o.key = string([]byte(key))
+	return &change{eventType: watch.Added, object: o}, nil
+}
+
+// timeBudget is the time the feed may spend waiting on watchers whose
+// buffers are full, refilled over time: the cacher's dispatch budget.
+type timeBudget struct {
+	clock  clock.Clock
+	budget time.Duration
+	last   time.Time
+}
+
+// take returns the budget available now, which the caller owns until it
+// gives back what it did not use.
+func (b *timeBudget) take() time.Duration {
+	now := b.clock.Now()
+	b.budget = min(b.budget+time.Duration(now.Sub(b.last).Seconds()*float64(refreshPerSecond)), maxDispatchBudget)
+	b.last = now
+	taken := b.budget
+	b.budget = 0
+	return taken
+}
+
+func (b *timeBudget) giveBack(unused time.Duration) {
+	b.budget = min(b.budget+max(unused, 0), maxDispatchBudget)
+}
+
+// watcherSet is the store's watchers, those requiring a trigger value by
+// that value. Changes reach them outside the store's lock, in the order
+// the feed applied them.
+type watcherSet struct {
+	mu sync.Mutex
+	// watchers counts them in the metrics.
+	watchers    metrics.GaugeMetric
+	resource    string
+	all         map[*watcher]struct{}
+	untriggered map[*watcher]struct{}
+	byTrigger   map[string]map[*watcher]struct{}
+	// dispatchedRV is the revision of the last change handed to every
+	// watcher: the revision of the bookmarks.
+	dispatchedRV uint64
+	// Owned by the feed's goroutine: the dispatch budget, and the
+	// watchers of the change being dispatched.
+	budget  timeBudget
+	targets []*watcher
+}
+
+func newWatcherSet(resource string, clk clock.Clock) *watcherSet {
 	return &watcherSet{
 		watchers: watchersGauge.WithLabelValues(resource),
-		all:      map[*watcher]struct{}{}, untrigged: map[*watcher]struct{}{}, byTrigger: map[string]map[*watcher]struct{}{},
+		resource: resource,
+		all:      map[*watcher]struct{}{}, untriggered: map[*watcher]struct{}{}, byTrigger: map[string]map[*watcher]struct{}{},
+		budget: timeBudget{clock: clk, budget: maxDispatchBudget, last: clk.Now()},
 	}
 }
 
 func (ws *watcherSet) add(w *watcher) {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
 	ws.all[w] = struct{}{}
 	ws.watchers.Set(float64(len(ws.all)))
 	if !w.triggered {
-		ws.untrigged[w] = struct{}{}
+		ws.untriggered[w] = struct{}{}
 		return
 	}
 	set := ws.byTrigger[w.triggerValue]
@@ -223,9 +369,15 @@ func (ws *watcherSet) add(w *watcher) {
 }
 
 func (ws *watcherSet) remove(w *watcher) {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	ws.removeLocked(w)
+}
+
+func (ws *watcherSet) removeLocked(w *watcher) {
 	delete(ws.all, w)
 	ws.watchers.Set(float64(len(ws.all)))
-	delete(ws.untrigged, w)
+	delete(ws.untriggered, w)
 	if set := ws.byTrigger[w.triggerValue]; set != nil {
 		delete(set, w)
 		if len(set) == 0 {
@@ -234,67 +386,122 @@ func (ws *watcherSet) remove(w *watcher) {
 	}
 }
 
-// terminateAll ends every watch: the table they were served from is gone.
-func (ws *watcherSet) terminateAll() {
+// terminateAll ends every watch, and starts the bookmarks again from rv:
+// the table they were served from is gone.
+func (ws *watcherSet) terminateAll(rv uint64) {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
 	for w := range ws.all {
 		w.terminate()
-		ws.remove(w)
+		ws.removeLocked(w)
 	}
+	ws.dispatchedRV = rv
 }
 
-// dispatch hands a change to the watchers it may concern: those without
-// a trigger value and those whose value is the object's, before or after
-// the change. A watcher whose buffer is full is too slow to follow: it is
-// ended, and its client resumes from the last revision it got.
-func (ws *watcherSet) dispatch(s *Store, c *change) {
-	if len(ws.all) == 0 {
-		return
+// collect is the watchers a change may concern: those without a trigger
+// value and those whose value is the object's, before or after the change.
+func (ws *watcherSet) collect(s *Store, c *change) []*watcher {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	targets := ws.targets[:0]
+	for w := range ws.untriggered {
+		targets = append(targets, w)
 	}
-	if err := s.preparePrev(c.prev); err != nil {
-		utilruntime.HandleError(fmt.Errorf("decoding the previous state of %s: %w", c.object.key, err))
-		c.prev = nil
-	}
-	deliver := func(w *watcher) {
-		select {
-		case w.input <- c:
-		default:
-			s.logger.V(2).Info("Ending a watcher too slow to follow", "prefix", w.prefix)
-			slowWatchersTotal.WithLabelValues(s.config.GroupResource.String()).Inc()
-			ws.remove(w)
-			w.terminate()
+	if len(ws.byTrigger) > 0 && s.trigger != nil {
+		values := s.triggerValues(c.object.obj)
+		if c.prev != nil && c.prev.obj != nil {
+			for _, prev := range s.triggerValues(c.prev.obj) {
+				if len(values) == 0 || values[0] != prev {
+					values = append(values, prev)
+				}
+			}
 		}
-	}
-	for w := range ws.untrigged {
-		deliver(w)
-	}
-	if len(ws.byTrigger) == 0 || s.trigger == nil {
-		return
-	}
-	values := s.triggerValues(c.object.obj)
-	if c.prev != nil {
-		for _, prev := range s.triggerValues(c.prev.obj) {
-			if len(values) == 0 || values[0] != prev {
-				values = append(values, prev)
+		for _, value := range values {
+			for w := range ws.byTrigger[value] {
+				targets = append(targets, w)
 			}
 		}
 	}
-	for _, value := range values {
-		for w := range ws.byTrigger[value] {
-			deliver(w)
-		}
-	}
+	ws.targets = targets
+	return targets
 }
 
-// progressed hands a bookmark at the store's revision to the watchers
-// that asked for etcd's progress notifications.
-func (ws *watcherSet) progressed(s *Store) {
+// dispatch hands a change to the watchers it may concern, in the feed's
+// order. A watcher whose buffer is full is waited for within the dispatch
+// budget, then ended as too slow to follow: its client resumes from the
+// last revision it got.
+func (ws *watcherSet) dispatch(s *Store, c *change) {
+	ws.mu.Lock()
+	watching := len(ws.all) > 0
+	ws.mu.Unlock()
+	if watching {
+		if err := s.preparePrev(c.prev); err != nil {
+			utilruntime.HandleError(fmt.Errorf("decoding the previous state of %s: %w", c.object.key, err))
+			c.prev = nil
+		}
+		ws.deliver(s, c, ws.collect(s, c))
+	}
+	ws.mu.Lock()
+	ws.dispatchedRV = c.object.rv
+	ws.mu.Unlock()
+}
+
+func (ws *watcherSet) deliver(s *Store, c *change, targets []*watcher) {
+	var blocked []*watcher
+	for _, w := range targets {
+		select {
+		case w.input <- c:
+		case <-w.done:
+		default:
+			blocked = append(blocked, w)
+		}
+	}
+	if len(blocked) == 0 {
+		return
+	}
+	budget := ws.budget.take()
+	started := s.clock.Now()
+	timer := s.clock.NewTimer(budget)
+	defer timer.Stop()
+	expired := false
+	for _, w := range blocked {
+		if !expired {
+			select {
+			case w.input <- c:
+				continue
+			case <-w.done:
+				continue
+			case <-timer.C():
+				expired = true
+			}
+		}
+		select {
+		case w.input <- c:
+			continue
+		case <-w.done:
+			continue
+		default:
+		}
+		s.logger.V(2).Info("Ending a watcher too slow to follow", "prefix", w.prefix)
+		slowWatchersTotal.WithLabelValues(ws.resource).Inc()
+		w.Stop()
+	}
+	ws.budget.giveBack(budget - s.clock.Since(started))
+}
+
+// progressed hands a bookmark at rv, which every change up to it has
+// reached, to the watchers that asked for etcd's progress notifications.
+func (ws *watcherSet) progressed(s *Store, rv uint64) {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	ws.dispatchedRV = max(ws.dispatchedRV, rv)
 	var bookmark *change
 	for w := range ws.all {
 		if !w.progressNotify {
 			continue
 		}
 		if bookmark == nil {
-			if bookmark = s.bookmark(); bookmark == nil {
+			if bookmark = s.bookmark(ws.dispatchedRV); bookmark == nil {
 				return
 			}
 		}
@@ -315,7 +522,8 @@ func (s *Store) triggerValues(obj runtime.Object) []string {
 }
 
 // bookmarks sends the watchers that allow them a bookmark at least every
-// bookmarkFrequency and just before their deadline, as the watch cache.
+// bookmarkFrequency and just before their deadline, as the cacher, at the
+// revision every change has reached them up to.
 func (s *Store) bookmarks(ctx context.Context) {
 	ticker := s.clock.NewTicker(time.Second)
 	defer ticker.Stop()
@@ -325,36 +533,40 @@ func (s *Store) bookmarks(ctx context.Context) {
 			return
 		case <-ticker.C():
 		}
-		s.mu.Lock()
-		now := s.clock.Now()
-		var bookmark *change
-		for w := range s.watchers.all {
-			if !w.allowBookmarks || now.Before(w.nextBookmark) {
-				continue
-			}
-			if bookmark == nil {
-				if bookmark = s.bookmark(); bookmark == nil {
-					break
-				}
-			}
-			select {
-			case w.input <- bookmark:
-			default:
-			}
-			w.nextBookmark = nextBookmark(now, w.deadline)
-		}
-		s.mu.Unlock()
+		s.watchers.sendBookmarks(s)
 	}
 }
 
-// bookmark is a bookmark at the store's revision, nil when none can be made.
-func (s *Store) bookmark() *change {
+func (ws *watcherSet) sendBookmarks(s *Store) {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	now := s.clock.Now()
+	var bookmark *change
+	for w := range ws.all {
+		if !w.allowBookmarks || now.Before(w.nextBookmark) {
+			continue
+		}
+		if bookmark == nil {
+			if bookmark = s.bookmark(ws.dispatchedRV); bookmark == nil {
+				return
+			}
+		}
+		select {
+		case w.input <- bookmark:
+		default:
+		}
+		w.nextBookmark = nextBookmark(now, w.deadline)
+	}
+}
+
+// bookmark is a bookmark at rv, nil when none can be made.
+func (s *Store) bookmark(rv uint64) *change {
 	obj := s.config.NewFunc()
-	if err := s.versioner.UpdateObject(obj, s.rv); err != nil {
+	if err := s.versioner.UpdateObject(obj, rv); err != nil {
 		utilruntime.HandleError(err)
 		return nil
 	}
-	return &change{eventType: watch.Bookmark, object: &object{obj: obj, rv: s.rv}}
+	return &change{eventType: watch.Bookmark, object: &object{obj: obj, rv: rv}}
 }
 
 // nextBookmark is when a watcher with deadline is due its next bookmark:
@@ -374,15 +586,16 @@ func nextBookmark(now, deadline time.Time) time.Time {
 	return next
 }
 
-// Watch serves a watch from memory with the watch cache's semantics:
-// without a resourceVersion or at "0" it begins with the current state
-// (unless sendInitialEvents says otherwise), from a resourceVersion it
-// replays the changes after it, and with sendInitialEvents it sends the
-// state at least as fresh as the resourceVersion (etcd's current one when
-// empty), then a bookmark marking the end of the initial events.
+// Watch serves a watch from memory with the cacher's semantics: without a
+// resourceVersion or at "0" it begins with the current state (unless
+// sendInitialEvents says otherwise), from a resourceVersion it replays
+// the changes after it, and with sendInitialEvents it sends the state at
+// least as fresh as the resourceVersion (etcd's current one when empty),
+// then a bookmark marking the end of the initial events. While the store
+// does not serve from memory, etcd serves the watch.
 func (s *Store) Watch(ctx context.Context, key string, opts storage.ListOptions) (watch.Interface, error) {
-	if !s.Ready() {
-		return s.config.Storage.Watch(ctx, key, opts)
+	if err := checkSelectors(opts.Predicate); err != nil {
+		return nil, err
 	}
 	prefix, err := storage.PrepareKey(s.config.ResourcePrefix, key, opts.Recursive)
 	if err != nil {
@@ -392,7 +605,6 @@ func (s *Store) Watch(ctx context.Context, key string, opts storage.ListOptions)
 	if err != nil {
 		return nil, err
 	}
-	pred := opts.Predicate
 	sendInitial := opts.SendInitialEvents != nil && *opts.SendInitialEvents
 	requiredRV := requestedRV
 	if sendInitial && opts.ResourceVersion == "" {
@@ -400,6 +612,22 @@ func (s *Store) Watch(ctx context.Context, key string, opts storage.ListOptions)
 			return newErrWatcher(err), nil
 		}
 	}
+	w := s.newWatcher(ctx, prefix, opts)
+	start, err := s.register(ctx, w, opts, requestedRV, requiredRV)
+	if errors.Is(err, errNotServing) {
+		return s.config.Storage.Watch(ctx, key, opts)
+	}
+	if err != nil {
+		return newErrWatcher(err), nil
+	}
+	context.AfterFunc(ctx, w.Stop)
+	go w.run(ctx, start)
+	return w, nil
+}
+
+// newWatcher is a watcher of prefix as opts select, not yet registered.
+func (s *Store) newWatcher(ctx context.Context, prefix string, opts storage.ListOptions) *watcher {
+	pred := opts.Predicate
 	w := &watcher{
 		store:          s,
 		prefix:         prefix,
@@ -412,131 +640,57 @@ func (s *Store) Watch(ctx context.Context, key string, opts storage.ListOptions)
 		progressNotify: opts.ProgressNotify,
 	}
 	w.deadline, _ = ctx.Deadline()
-	if s.trigger != nil {
-		for _, field := range pred.IndexFields {
-			if field != s.trigger.name {
-				continue
-			}
-			if value, ok := pred.Field.RequiresExactMatch(field); ok {
-				w.triggerValue, w.triggered = value, true
-				w.input = make(chan *change, triggeredWatcherBuffer)
-			}
+	if s.trigger == nil {
+		return w
+	}
+	for _, field := range pred.IndexFields {
+		if field != s.trigger.name {
+			continue
+		}
+		if value, ok := pred.Field.RequiresExactMatch(field); ok {
+			w.triggerValue, w.triggered = value, true
+			w.input = make(chan *change, triggeredWatcherBuffer)
 		}
 	}
+	return w
+}
 
-	var initial []*change
-	var replay []historyRecord
-	var startRV uint64
-	err = func() error {
-		s.mu.RLock()
-		defer s.mu.RUnlock()
-		if sendInitial {
-			if err := s.waitFreshLocked(ctx, requiredRV); err != nil {
-				return err
-			}
-		}
-		startRV = s.rv
-		switch {
-		case sendInitial || (requestedRV == 0 && opts.SendInitialEvents == nil):
-			var err error
-			if initial, err = s.stateLocked(ctx, prefix, opts.Recursive, pred); err != nil {
-				return err
-			}
-			if sendInitial && w.allowBookmarks {
-				end := s.bookmark()
-				if end == nil {
-					return fmt.Errorf("cannot make a bookmark")
-				}
-				if err := storage.AnnotateInitialEventsEndBookmark(end.object.obj); err != nil {
-					return err
-				}
-				initial = append(initial, end)
-			}
-		case requestedRV == 0:
-			// sendInitialEvents=false at "0": from now on.
-		default:
-			var err error
-			if replay, err = s.history.since(requestedRV); err != nil {
-				return err
-			}
-		}
-		return nil
-	}()
-	if err != nil {
-		return newErrWatcher(err), nil
+// register reads where a watch begins and adds its watcher to the set,
+// under the store's read lock, which the feed's changes wait for: every
+// change after the start reaches the watcher, and those up to it are in
+// the scan or the replay.
+func (s *Store) register(ctx context.Context, w *watcher, opts storage.ListOptions, requestedRV, requiredRV uint64) (watchStart, error) {
+	sendInitial := opts.SendInitialEvents != nil && *opts.SendInitialEvents
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if !s.servingLocked(true) {
+		return watchStart{}, errNotServing
 	}
-	if len(replay) > 0 {
-		initial = make([]*change, 0, len(replay))
-		for i := range replay {
-			c, err := s.replayed(&replay[i])
-			if err != nil {
-				return newErrWatcher(err), nil
-			}
-			initial = append(initial, c)
+	if sendInitial {
+		if err := s.waitFreshLocked(ctx, requiredRV); err != nil {
+			return watchStart{}, err
 		}
-		startRV = replay[len(replay)-1].rv
 	}
-	if requestedRV > startRV && !sendInitial {
+	start := watchStart{rv: s.rv}
+	switch {
+	case sendInitial || (requestedRV == 0 && opts.SendInitialEvents == nil):
+		start.scan = s.scanLocked(ctx, w.prefix, w.recursive, w.pred)
+		start.endBookmark = sendInitial && w.allowBookmarks
+	case requestedRV == 0:
+		// sendInitialEvents=false at "0": from now on.
+	case requestedRV > s.rv:
 		// A watch from a revision the store has not reached yet begins
-		// after it, as the watch cache's.
-		startRV = requestedRV
-	}
-
-	// Registered with the write lock: every change after the state or
-	// history read above reaches the watcher's input, and those up to
-	// startRV are skipped there.
-	s.mu.Lock()
-	if !s.ready {
-		s.mu.Unlock()
-		return newErrWatcher(storage.ErrStorageNotReady), nil
-	}
-	missed, err := s.history.since(startRV)
-	if err == nil {
-		for i := range missed {
-			c, err := s.replayed(&missed[i])
-			if err != nil {
-				s.mu.Unlock()
-				return newErrWatcher(err), nil
-			}
-			initial = append(initial, c)
-		}
-		if len(missed) > 0 {
-			startRV = missed[len(missed)-1].rv
+		// after it, as the cacher's.
+		start.rv = requestedRV
+	default:
+		var err error
+		if start.replay, err = s.history.since(requestedRV); err != nil {
+			return watchStart{}, err
 		}
 	}
 	w.nextBookmark = nextBookmark(s.clock.Now(), w.deadline)
 	s.watchers.add(w)
-	s.mu.Unlock()
-	if err != nil {
-		w.terminate()
-		return newErrWatcher(err), nil
-	}
-	context.AfterFunc(ctx, w.Stop)
-	go w.run(ctx, initial, startRV)
-	return w, nil
-}
-
-// stateLocked is the current state of the objects a watch selects, as
-// added changes.
-func (s *Store) stateLocked(ctx context.Context, prefix string, recursive bool, pred storage.SelectionPredicate) ([]*change, error) {
-	var changes []*change
-	var err error
-	s.scanLocked(ctx, prefix, recursive, pred, func(key string, rv uint64, value []byte) bool {
-		var obj runtime.Object
-		if obj, err = s.decode(value, rv); err != nil {
-			return false
-		}
-		o := &object{obj: obj, key: key, rv: rv}
-		if o.labels, o.fields, err = s.config.GetAttrsFunc(obj); err != nil {
-			return false
-		}
-		if !pred.MatchesObjectAttributes(o.labels, o.fields) {
-			return true
-		}
-		changes = append(changes, &change{eventType: watch.Added, object: o})
-		return true
-	})
-	return changes, err
+	return start, nil
 }
 
 // replayed is a change of the history, decoded.
@@ -559,8 +713,8 @@ func (s *Store) replayed(r *historyRecord) (*change, error) {
 	return c, nil
 }
 
-// errWatcher is a watch that ends with one error, as the watch cache
-// answers a watch it cannot serve once the request is admitted.
+// errWatcher is a watch that ends with one error, as the cacher answers a
+// watch it cannot serve once the request is admitted.
 type errWatcher struct{ result chan watch.Event }
 
 func newErrWatcher(err error) *errWatcher {
