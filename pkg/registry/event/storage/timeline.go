@@ -61,8 +61,10 @@ type Timeline struct {
 	// fetch reads from the watch cache an event the timeline holds the
 	// order of only; etcd is the storage beneath the watch cache, whose
 	// revision Sync waits for. Both set by WithStoreCache.
-	fetch func(ctx context.Context, name types.NamespacedName, resourceVersion string) (*core.Event, error)
+	fetch fetchFunc
 	etcd  storage.Interface
+	// cloneMu serializes the clones of the trees that Newest walks.
+	cloneMu sync.Mutex
 	// keepWatched says the timeline keeps the events the watch delivers:
 	// the watch cache keeps them too, and a fetch would cost a copy. The
 	// compact live store keeps bytes: the timeline keeps the order alone,
@@ -289,18 +291,14 @@ type Position struct {
 
 // Newest calls visit with the live events of namespace ("" for every
 // namespace) after from in the timeline's order (newest first), until
-// visit returns false or no event is left. The events are the watch
-// cache's: read-only. The timeline does not change while Newest runs, so a
-// caller that made the cacher answer a consistent read first sees every
-// change up to that read.
+// visit returns false or no event is left. The events are read-only.
+// Newest walks the timeline as it was when called, without holding the
+// lock the feed needs, so a caller that made the store answer a consistent
+// read first sees every change up to that read.
 func (t *Timeline) Newest(ctx context.Context, namespace string, from Position, visit func(*core.Event) bool) error {
-	t.mu.RLock()
-	defer t.mu.RUnlock()
-	tree := t.all
-	if namespace != "" {
-		if tree = t.byNamespace[namespace]; tree == nil {
-			return nil
-		}
+	tree, fetch := t.snapshot(namespace)
+	if tree == nil {
+		return nil
 	}
 	pivot := &timelineEntry{observed: from.Time, uid: types.UID(from.UID)}
 	var err error
@@ -309,7 +307,7 @@ func (t *Timeline) Newest(ctx context.Context, namespace string, from Position, 
 			return true // from itself
 		}
 		var event *core.Event
-		if event, err = t.eventOf(ctx, e); err != nil {
+		if event, err = eventOf(ctx, fetch, e); err != nil {
 			return false
 		}
 		return visit(event)
@@ -317,40 +315,62 @@ func (t *Timeline) Newest(ctx context.Context, namespace string, from Position, 
 	return err
 }
 
+// snapshot is a copy of the timeline of namespace ("" for every
+// namespace), which the feed does not change: Newest reads the events it
+// orders without the timeline's lock, which the feed needs.
+func (t *Timeline) snapshot(namespace string) (*btree.BTreeG[*timelineEntry], fetchFunc) {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	tree := t.all
+	if namespace != "" {
+		if tree = t.byNamespace[namespace]; tree == nil {
+			return nil, nil
+		}
+	}
+	// Cloning marks the tree's nodes shared: a reader's clone races
+	// another's, not the feed's changes, which wait for the write lock.
+	t.cloneMu.Lock()
+	defer t.cloneMu.Unlock()
+	return tree.Clone(), t.fetch
+}
+
 // Get returns the live event of that name, or nil: read-only.
 func (t *Timeline) Get(ctx context.Context, name types.NamespacedName) (*core.Event, error) {
 	t.mu.RLock()
-	defer t.mu.RUnlock()
 	e, ok := t.byName[name]
+	fetch := t.fetch
+	t.mu.RUnlock()
 	if !ok {
 		return nil, nil
 	}
-	return t.eventOf(ctx, e)
+	return eventOf(ctx, fetch, e)
 }
 
-func (t *Timeline) feed(etcd storage.Interface, fetch func(ctx context.Context, name types.NamespacedName, resourceVersion string) (*core.Event, error), keepWatched bool) {
+// fetchFunc reads an event the timeline orders the state of, at that
+// state's resourceVersion.
+type fetchFunc func(ctx context.Context, name types.NamespacedName, resourceVersion string) (*core.Event, error)
+
+func (t *Timeline) feed(etcd storage.Interface, fetch fetchFunc, keepWatched bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.etcd, t.fetch, t.keepWatched = etcd, fetch, keepWatched
 }
 
-// eventOf is e's state; t.mu is held.
-func (t *Timeline) eventOf(ctx context.Context, e *timelineEntry) (*core.Event, error) {
+// eventOf is e's state: the one the entry holds, or the one fetch reads.
+func eventOf(ctx context.Context, fetch fetchFunc, e *timelineEntry) (*core.Event, error) {
 	if e.event != nil {
 		return e.event, nil
 	}
-	if t.fetch == nil {
-		return nil, fmt.Errorf("event %s: the timeline has no watch cache to read it from", e.name)
+	if fetch == nil {
+		return nil, fmt.Errorf("event %s: the timeline has no store to read it from", e.name)
 	}
 	rv := strconv.FormatUint(e.resourceVersion, 10)
-	event, err := t.fetch(ctx, e.name, rv)
+	event, err := fetch(ctx, e.name, rv)
 	if err != nil {
-		return nil, fmt.Errorf("reading event %s from the watch cache: %w", e.name, err)
+		return nil, fmt.Errorf("reading event %s from the store: %w", e.name, err)
 	}
-	// Nothing changed the event since the cacher's list read it (the
-	// timeline would hold the change), and the cacher has read that list.
 	if event.UID != e.uid || event.ResourceVersion != rv {
-		return nil, fmt.Errorf("event %s: the watch cache holds resourceVersion %s, the timeline %s", e.name, event.ResourceVersion, rv)
+		return nil, fmt.Errorf("event %s: the store holds resourceVersion %s, the timeline %s", e.name, event.ResourceVersion, rv)
 	}
 	return event, nil
 }

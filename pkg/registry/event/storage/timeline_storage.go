@@ -109,7 +109,10 @@ func storeCacheDecorator(kind StoreCache, timeline *Timeline) generic.StorageDec
 		switch kind {
 		case CompactStore:
 			live, err := livestore.New(livestore.Config{
-				Storage:        source,
+				// Clients' reads that the store does not serve go to
+				// etcd itself; the timeline sees only the feed.
+				Storage:        s,
+				Feed:           source,
 				Codec:          config.Codec,
 				GroupResource:  config.GroupResource,
 				ResourcePrefix: resourcePrefix,
@@ -151,19 +154,7 @@ func storeCacheDecorator(kind StoreCache, timeline *Timeline) generic.StorageDec
 			}
 		}
 		if timeline != nil {
-			timeline.feed(s, func(ctx context.Context, name types.NamespacedName, rv string) (*core.Event, error) {
-				key, err := keyFunc(&core.Event{ObjectMeta: metav1.ObjectMeta{Namespace: name.Namespace, Name: name.Name}})
-				if err != nil {
-					return nil, err
-				}
-				event := &core.Event{}
-				// Not older than the list that read it; the timeline checks it
-				// is the state it ordered.
-				if err := served.Get(ctx, key, storage.GetOptions{ResourceVersion: rv}, event); err != nil {
-					return nil, err
-				}
-				return event, nil
-			}, kind != CompactStore)
+			timeline.feed(s, timelineFetch(s, served, keyFunc), kind != CompactStore)
 		}
 		var once sync.Once
 		return served, func() {
@@ -172,6 +163,38 @@ func storeCacheDecorator(kind StoreCache, timeline *Timeline) generic.StorageDec
 				destroyStorage()
 			})
 		}, nil
+	}
+}
+
+// timelineFetch reads the state of an event the timeline ordered: from
+// served, the store's cache, when the event has not changed since, and
+// from etcd's history at the state's revision when it has (a page of
+// history walks the timeline as it was when the page began).
+func timelineFetch(etcd, served storage.Interface, keyFunc func(runtime.Object) (string, error)) func(ctx context.Context, name types.NamespacedName, rv string) (*core.Event, error) {
+	return func(ctx context.Context, name types.NamespacedName, rv string) (*core.Event, error) {
+		key, err := keyFunc(&core.Event{ObjectMeta: metav1.ObjectMeta{Namespace: name.Namespace, Name: name.Name}})
+		if err != nil {
+			return nil, err
+		}
+		event := &core.Event{}
+		// Not older than the list that read it; the timeline checks it
+		// is the state it ordered.
+		err = served.Get(ctx, key, storage.GetOptions{ResourceVersion: rv}, event)
+		if err == nil && event.ResourceVersion == rv {
+			return event, nil
+		}
+		if err != nil && !storage.IsNotFound(err) {
+			return nil, err
+		}
+		list := &core.EventList{}
+		exact := storage.ListOptions{ResourceVersion: rv, ResourceVersionMatch: metav1.ResourceVersionMatchExact, Predicate: storage.Everything}
+		if err := etcd.GetList(ctx, key, exact, list); err != nil {
+			return nil, err
+		}
+		if len(list.Items) != 1 {
+			return nil, storage.NewKeyNotFoundError(key, 0)
+		}
+		return &list.Items[0], nil
 	}
 }
 
