@@ -238,3 +238,88 @@ func record(t *testing.T, codec runtime.Codec, e *core.Event, revision int64) ar
 	}
 	return r
 }
+
+// TestClientReadsLeaveTheTimelineWhole pages through the events, lists
+// them at an exact resourceVersion and reads a page past the first with a
+// selector, as kubectl and EventSummary do, over either of the store's
+// caches: the reads the cache hands to etcd are clients', and the
+// timeline, which orders what the cache's own list and watch of etcd see,
+// still holds every live event after them.
+func TestClientReadsLeaveTheTimelineWhole(t *testing.T) {
+	for _, cache := range eventstorage.StoreCaches {
+		t.Run(string(cache), func(t *testing.T) { testClientReadsLeaveTheTimelineWhole(t, cache) })
+	}
+}
+
+func testClientReadsLeaveTheTimelineWhole(t *testing.T, cache eventstorage.StoreCache) {
+	const namespace, live = "shop", 300
+	ctx := genericapirequest.WithNamespace(t.Context(), namespace)
+	etcdClient := testserver.RunEtcd(t, nil)
+	resourceConfig := eventsStorageConfig(t, etcdClient.Endpoints())
+	timeline := eventstorage.NewTimeline()
+	store, err := eventstorage.NewREST(eventregistry.NewStrategy(Scheme), eventstorage.WithStoreCache(fixedRESTOptions{
+		StorageConfig: resourceConfig, Decorator: genericregistry.StorageWithCacher(), ResourcePrefix: "events", DeleteCollectionWorkers: 1,
+	}, cache, timeline), time.Hour, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(store.DestroyFunc)
+	if err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+		return store.Storage.Storage.ReadinessCheck() == nil, nil
+	}); err != nil {
+		t.Fatalf("the store's cache did not list etcd: %v", err)
+	}
+	now := time.Now()
+	for i := range live {
+		e := &core.Event{
+			ObjectMeta:     metav1.ObjectMeta{Name: fmt.Sprintf("e-%03d", i), Namespace: namespace},
+			InvolvedObject: core.ObjectReference{Kind: "Pod", Namespace: namespace, Name: fmt.Sprintf("web-%d", i%3)},
+			Reason:         "BackOff", Type: core.EventTypeWarning, Action: "Restarting",
+			EventTime:           metav1.NewMicroTime(now.Add(-time.Duration(i) * time.Second)),
+			ReportingController: "kubelet", ReportingInstance: "node-1",
+		}
+		if _, err := store.Create(ctx, e, nil, &metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitTimeline := func(when string) {
+		t.Helper()
+		if err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+			return timeline.Len() == live, nil
+		}); err != nil {
+			t.Fatalf("%s: the timeline holds %d events, want %d", when, timeline.Len(), live)
+		}
+	}
+	waitTimeline("after the creates")
+
+	list := func(options *metainternalversion.ListOptions) *core.EventList {
+		t.Helper()
+		obj, err := store.List(ctx, options)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return obj.(*core.EventList)
+	}
+	// Pages of 100, the first from the cache, the others from etcd.
+	options := &metainternalversion.ListOptions{Limit: 100}
+	pages := 0
+	for {
+		page := list(options)
+		pages++
+		if page.Continue == "" {
+			break
+		}
+		options.Continue = page.Continue
+	}
+	if pages < 3 {
+		t.Fatalf("%d pages, want 3", pages)
+	}
+	// At an exact resourceVersion, and a later page with a selector.
+	all := list(&metainternalversion.ListOptions{})
+	list(&metainternalversion.ListOptions{ResourceVersion: all.ResourceVersion, ResourceVersionMatch: metav1.ResourceVersionMatchExact, Limit: 50})
+	first := list(&metainternalversion.ListOptions{Limit: 10, FieldSelector: fields.OneTermEqualSelector("regarding.name", "web-1")})
+	list(&metainternalversion.ListOptions{Limit: 500, Continue: first.Continue, FieldSelector: fields.OneTermEqualSelector("regarding.name", "web-1")})
+	if got := timeline.Len(); got != live {
+		t.Errorf("after clients' reads the timeline holds %d events, want %d", got, live)
+	}
+}
