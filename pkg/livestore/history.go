@@ -19,14 +19,15 @@ package livestore
 import (
 	"fmt"
 	"sort"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/apiserver/pkg/storage"
 )
 
-// historyRecord is a change as the history hands it out: encoded, without
-// the decoded objects the watchers were sent.
+// historyRecord is a change as the history hands it out: its bytes copied
+// out of the table, without the decoded objects the watchers were sent.
 type historyRecord struct {
 	eventType watch.EventType
 	key       string
@@ -36,114 +37,148 @@ type historyRecord struct {
 	prevValue []byte // nil for an object created by the change
 }
 
-// historyEntry is where the history keeps a change: its bytes (key, value,
-// previous value, one after the other) at off in the ring. Pointer-free,
-// as the ring is.
+// historyEntry is a change the history keeps: where the table's records of
+// the state after it and the state before it are, pointer-free.
 type historyEntry struct {
-	rv, prevRV                uint64
-	off                       int
-	keyLen, valueLen, prevLen int32
-	eventType                 uint8
-	hasPrev                   bool
+	// at is when the change was applied, in Unix nanoseconds.
+	at int64
+	rv uint64
+	// epoch is the table's epoch the change was applied in: the records
+	// it refers to stay mapped while the history pins it.
+	epoch     uint64
+	cur, prev slot
+	// size is the bytes of the records the change refers to.
+	size      int64
+	eventType uint8
+	hasPrev   bool
 }
-
-func (e *historyEntry) size() int { return int(e.keyLen) + int(e.valueLen) + int(e.prevLen) }
 
 // eventTypes are the changes' types by their historyEntry number.
 var eventTypes = []watch.EventType{watch.Added, watch.Modified, watch.Deleted}
 
 // history is the recent changes, for watches that resume from a
-// resourceVersion: as many as fit in a ring of memory mapped outside the Go
-// heap, oldest overwritten first.
+// resourceVersion: those of the last window, at most budget bytes of
+// states. It keeps no bytes of its own: its changes refer to the records
+// of the table, which are never written in place, and it pins the table's
+// epoch of its oldest change, so that the chunks freed since stay mapped
+// until it lets the changes that may refer to them go.
 type history struct {
-	ring []byte
-	// write is where the next change's bytes go.
-	write int
-	// entries[head:] are the changes kept, oldest first.
+	window time.Duration
+	budget int64
+	table  *Table
+	// entries[head:] are the changes kept, oldest first; bytes the size
+	// of their states.
 	entries []historyEntry
 	head    int
+	bytes   int64
+	// pinned says the history pins the table's epoch pin.
+	pinned bool
+	pin    uint64
 	// floorRV is the oldest revision a watch can resume from: every
 	// change after it is kept. It is the revision of the list the table was
 	// loaded from, until changes after it are dropped.
 	floorRV uint64
 }
 
-// newHistory returns a history of at most budget bytes (rounded up to
-// whole pages). The pages are mapped now and take memory as they are
-// written.
-func newHistory(budget int) (*history, error) {
-	if rem := budget % chunkGranule; rem != 0 {
-		budget += chunkGranule - rem
-	}
-	ring, err := allocChunk(budget)
-	if err != nil {
-		return nil, err
-	}
-	addMapped(int64(len(ring)))
-	return &history{ring: ring}, nil
+// newHistory returns a history of the changes of the last window, of at
+// most budget bytes of states.
+func newHistory(window time.Duration, budget int) *history {
+	return &history{window: window, budget: int64(budget)}
 }
 
-// close returns the ring's memory; the history is unusable after.
+// reset starts the history of table, loaded at listRV.
+func (h *history) reset(table *Table, listRV uint64) {
+	h.unpin()
+	h.table, h.entries, h.head, h.bytes, h.floorRV = table, h.entries[:0], 0, 0, listRV
+}
+
+// close lets the table's memory go; the history keeps nothing after.
 func (h *history) close() {
-	if h.ring == nil {
-		return
-	}
-	addMapped(-int64(len(h.ring)))
-	freeChunk(h.ring)
-	h.ring = nil
-	h.entries, h.head = nil, 0
+	h.unpin()
+	h.table, h.entries, h.head, h.bytes = nil, nil, 0, 0
 }
 
-// reset starts the history of a table loaded at listRV.
-func (h *history) reset(listRV uint64) {
-	h.write, h.entries, h.head, h.floorRV = 0, h.entries[:0], 0, listRV
+func (h *history) unpin() {
+	if h.pinned {
+		h.table.arena.pins.unpin(h.pin)
+		h.pinned = false
+	}
 }
 
-func (h *history) add(c *change) {
-	if h.ring == nil {
+// begin starts a change of the table: what the change frees stays mapped
+// while the history keeps it. It returns the change's epoch.
+func (h *history) begin() uint64 {
+	if h.table == nil {
+		return 0
+	}
+	e := h.table.arena.pins.advance()
+	if !h.pinned {
+		h.table.arena.pins.pinAt(e)
+		h.pin, h.pinned = e, true
+	}
+	return e
+}
+
+// add keeps a change of epoch, applied at now, whose state is the record
+// at cur (for a deletion, the state deleted) and whose previous state, if
+// hasPrev, the record at prev; then lets go of what is past the window or
+// the budget.
+func (h *history) add(eventType watch.EventType, rv, epoch uint64, cur, prev slot, hasPrev bool, now time.Time) {
+	if h.table == nil {
 		return
 	}
-	var typ uint8
+	e := historyEntry{at: now.UnixNano(), rv: rv, epoch: epoch, cur: cur, prev: prev, hasPrev: hasPrev}
 	for i, t := range eventTypes {
-		if t == c.eventType {
-			typ = uint8(i)
+		if t == eventType {
+			e.eventType = uint8(i)
 		}
 	}
-	e := historyEntry{rv: c.object.rv, keyLen: int32(len(c.object.key)), valueLen: int32(len(c.object.value)), eventType: typ}
-	if c.prev != nil {
-		e.hasPrev, e.prevRV, e.prevLen = true, c.prev.rv, int32(len(c.prev.value))
+	e.size = int64(h.table.recordAt(cur).size)
+	if hasPrev && prev != cur {
+		e.size += int64(h.table.recordAt(prev).size)
 	}
-	n := e.size()
-	if n > len(h.ring) {
-		// Too large to keep: the watches resuming from before it must list.
-		h.drop(len(h.entries))
-		h.write, h.floorRV = 0, e.rv
-		return
-	}
-	if h.write+n > len(h.ring) {
-		h.write = 0 // the ring's end is left unused
-	}
-	// Drop the oldest changes whose bytes the new one overwrites.
-	for h.head < len(h.entries) && overlaps(h.entries[h.head], h.write, n) {
-		h.drop(h.head + 1)
-	}
-	e.off = h.write
-	b := h.ring[e.off:]
-	b = b[copy(b, c.object.key):]
-	b = b[copy(b, c.object.value):]
-	if c.prev != nil {
-		copy(b, c.prev.value)
-	}
-	h.write += n
 	h.entries = append(h.entries, e)
+	h.bytes += e.size
+	h.expire(now)
 }
 
-// drop forgets the entries before end.
-func (h *history) drop(end int) {
-	if end > h.head {
-		h.floorRV = h.entries[end-1].rv
+// expire lets go of the changes older than the window, and of the oldest
+// ones while the history holds more than its budget.
+func (h *history) expire(now time.Time) {
+	kept := h.entries[h.head:]
+	cutoff := now.Add(-h.window).UnixNano()
+	end := sort.Search(len(kept), func(i int) bool { return kept[i].at >= cutoff })
+	bytes := h.bytes
+	for i := range end {
+		bytes -= kept[i].size
 	}
+	for end < len(kept) && bytes > h.budget {
+		bytes -= kept[end].size
+		end++
+	}
+	if end > 0 {
+		h.drop(h.head + end)
+	}
+	if h.head == len(h.entries) {
+		h.unpin()
+	}
+}
+
+// drop forgets the entries before end, and pins the epoch of the oldest
+// one kept in place of the one pinned.
+func (h *history) drop(end int) {
+	for _, e := range h.entries[h.head:end] {
+		h.bytes -= e.size
+	}
+	h.floorRV = h.entries[end-1].rv
 	h.head = end
+	if h.head < len(h.entries) {
+		if oldest := h.entries[h.head].epoch; h.pinned && oldest != h.pin {
+			h.table.arena.pins.pinAt(oldest)
+			h.table.arena.pins.unpin(h.pin)
+			h.pin = oldest
+		}
+	}
 	if h.head == len(h.entries) {
 		h.entries, h.head = h.entries[:0], 0
 	} else if h.head > 1024 && h.head > len(h.entries)/2 {
@@ -152,15 +187,11 @@ func (h *history) drop(end int) {
 	}
 }
 
-func overlaps(e historyEntry, off, n int) bool {
-	return e.off < off+n && off < e.off+e.size()
-}
-
-// since is the changes after rv, copied out of the ring, or 410 Expired
-// when some of them are no longer kept (the watch cache's "too old
-// resource version").
+// since is the changes after rv, copied out of the table, or 410 Expired
+// when some of them are no longer kept (the cacher's "too old resource
+// version").
 func (h *history) since(rv uint64) ([]historyRecord, error) {
-	if h.ring == nil {
+	if h.table == nil {
 		return nil, storage.ErrStorageNotReady
 	}
 	if rv < h.floorRV {
@@ -170,12 +201,10 @@ func (h *history) since(rv uint64) ([]historyRecord, error) {
 	first := sort.Search(len(kept), func(i int) bool { return kept[i].rv > rv })
 	records := make([]historyRecord, 0, len(kept)-first)
 	for _, e := range kept[first:] {
-		b := h.ring[e.off : e.off+e.size()]
-		r := historyRecord{eventType: eventTypes[e.eventType], rv: e.rv, key: string(b[:e.keyLen])}
-		b = b[e.keyLen:]
-		r.value = append([]byte(nil), b[:e.valueLen]...)
+		cur := h.table.recordAt(e.cur)
+		r := historyRecord{eventType: eventTypes[e.eventType], rv: e.rv, key: string([]byte(cur.key)), value: append([]byte(nil), cur.value...)}
 		if e.hasPrev {
-			r.prevRV, r.prevValue = e.prevRV, append([]byte{}, b[e.valueLen:]...)
+			r.prevRV, r.prevValue = e.prev.rv, append([]byte{}, h.table.recordAt(e.prev).value...)
 		}
 		records = append(records, r)
 	}

@@ -16,13 +16,14 @@ limitations under the License.
 
 package livestore_test
 
-// The history watches resume from is bounded by Config.HistoryBytes: a
-// watch from a resourceVersion the history still covers gets every change
-// since, one from before it 410 Expired.
+// The history watches resume from is bounded by Config.HistoryWindow and
+// Config.HistoryBytes: a watch from a resourceVersion the history still
+// covers gets every change since, one from before it 410 Expired.
 
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -35,6 +36,9 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/apiserver/pkg/apis/example"
 	"k8s.io/apiserver/pkg/storage"
+	testingclock "k8s.io/utils/clock/testing"
+
+	"github.com/kube-events/events-apiserver/pkg/livestore"
 )
 
 func TestHistoryBytes(t *testing.T) {
@@ -126,5 +130,85 @@ func TestHistoryBytes(t *testing.T) {
 				t.Fatalf("watch from %s: no event in %v", first, wait.ForeverTestTimeout)
 			}
 		})
+	}
+}
+
+// The history keeps the changes of its window, however many, and lets go
+// of those past it: a watch resumes from a change inside the window, and
+// answers 410 Expired from one before.
+func TestHistoryWindow(t *testing.T) {
+	clk := testingclock.NewFakeClock(time.Now())
+	env := newControlledEnv(t, func(c *livestore.Config) {
+		c.Clock = clk
+		c.HistoryWindow = 10 * time.Second
+	})
+	ctx := context.Background()
+	early := createPod(ctx, t, env.etcd, "ns", "early", "node-1", nil)
+	waitStoreHolds(t, env.store, 1)
+	clk.Step(6 * time.Second)
+	createPod(ctx, t, env.etcd, "ns", "late", "node-1", nil)
+	waitStoreHolds(t, env.store, 2)
+	clk.Step(6 * time.Second) // early is 12 s old, late 6 s
+
+	resume := func(from *example.Pod) (watch.Event, error) {
+		w, err := env.store.Watch(ctx, resourcePrefix, storage.ListOptions{ResourceVersion: from.ResourceVersion, Recursive: true, Predicate: storage.Everything})
+		if err != nil {
+			return watch.Event{}, err
+		}
+		defer w.Stop()
+		e, _ := next(t, w)
+		return e, nil
+	}
+	// The bookmark ticker lets go of the history past the window.
+	if err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, wait.ForeverTestTimeout, true, func(context.Context) (bool, error) {
+		clk.Step(time.Second / 10)
+		e, err := resume(createdBefore(early))
+		return err == nil && e.Type == watch.Error && apierrors.IsResourceExpired(apierrors.FromObject(e.Object)), nil
+	}); err != nil {
+		t.Fatalf("a watch from before a change past the window was not answered 410: %v", err)
+	}
+	e, err := resume(early)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pod, ok := e.Object.(*example.Pod); e.Type != watch.Added || !ok || pod.Name != "late" {
+		t.Errorf("watch from %s, inside the window: %s %v, want ADDED late", early.ResourceVersion, e.Type, e.Object)
+	}
+}
+
+// createdBefore is a Pod at the revision before pod's.
+func createdBefore(pod *example.Pod) *example.Pod {
+	rv, _ := strconv.ParseUint(pod.ResourceVersion, 10, 64)
+	before := pod.DeepCopy()
+	before.ResourceVersion = strconv.FormatUint(rv-1, 10)
+	return before
+}
+
+// With the default configuration, a watch resumes from before thousands
+// of changes of a few seconds (10 MiB of states): the window, not a ring
+// of a few MiB, bounds what it can resume from.
+func TestHistoryHoldsThousandsOfChanges(t *testing.T) {
+	env := newTestEnv(t)
+	ctx := context.Background()
+	const pods = 5000
+	annotations := map[string]string{"pad": strings.Repeat("x", 2000)}
+	first := createPod(ctx, t, env.storage, "ns", "pod-0000", "node-1", annotations)
+	for i := 1; i < pods; i++ {
+		createPod(ctx, t, env.storage, "ns", fmt.Sprintf("pod-%04d", i), "node-1", annotations)
+	}
+	waitStoreHolds(t, env.store, pods)
+	w, err := env.store.Watch(ctx, resourcePrefix, storage.ListOptions{ResourceVersion: first.ResourceVersion, Recursive: true, Predicate: storage.Everything})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	for i := 1; i < pods; i++ {
+		e, ok := next(t, w)
+		if !ok {
+			t.Fatalf("watch ended after %d changes", i-1)
+		}
+		if pod, isPod := e.Object.(*example.Pod); e.Type != watch.Added || !isPod || pod.Name != fmt.Sprintf("pod-%04d", i) {
+			t.Fatalf("change %d: %s %v", i, e.Type, e.Object)
+		}
 	}
 }

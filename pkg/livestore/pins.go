@@ -63,6 +63,25 @@ func (p *pins) pin() uint64 {
 	return e
 }
 
+// advance moves to the next epoch and returns the one it leaves: a pin at
+// it keeps what is freed from now on.
+func (p *pins) advance() uint64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	e := p.epoch
+	p.epoch++
+	return e
+}
+
+// pinAt pins epoch e, which the caller already keeps pinned by an older
+// pin (or which it has just advanced from): nothing freed after e has been
+// unmapped.
+func (p *pins) pinAt(e uint64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.open[e]++
+}
+
 // unpin closes a scan of epoch e, and unmaps the chunks no open scan may
 // read any more.
 func (p *pins) unpin(e uint64) {

@@ -593,18 +593,6 @@ func TestSelectorTermsAreBounded(t *testing.T) {
 	}
 }
 
-// A history the machine cannot map is an error of New, not a panic.
-func TestUnmappableHistoryIsAnError(t *testing.T) {
-	disableListFromCacheSnapshot(t)
-	client := newEtcd(t, nil)
-	config := storeConfig(newEtcdStorage(t, client, identity.NewEncryptCheckTransformer()), namespaceKeyFunc, 1<<52)
-	store, err := livestore.New(config)
-	if err == nil {
-		store.Stop()
-		t.Fatal("New mapped a history of 4 PiB")
-	}
-}
-
 // A watcher whose buffer is full is waited for within the dispatch budget
 // before it is ended: one that reads again gets every change.
 func TestSlowWatcherGetsADispatchBudget(t *testing.T) {

@@ -82,15 +82,26 @@ type Config struct {
 	// IndexerFuncs pick the watchers a change reaches by one field's
 	// value (storage.IndexerFuncs, the cacher's trigger); at most one.
 	IndexerFuncs storage.IndexerFuncs
-	// HistoryBytes bounds the recent changes kept for watches resuming
-	// from a resourceVersion; 0 means DefaultHistoryBytes.
+	// HistoryWindow is how long the changes are kept for watches that
+	// resume from a resourceVersion (the cacher's EventsHistoryWindow); 0
+	// means DefaultHistoryWindow.
+	HistoryWindow time.Duration
+	// HistoryBytes caps the bytes of the states those changes hold; 0
+	// means DefaultHistoryBytes. The states are the table's records,
+	// which the history shares: what it costs beyond the live table is
+	// the records the window's changes replaced or deleted.
 	HistoryBytes int
 	// Clock is the clock of bookmarks and waits; nil means the real one.
 	Clock clock.Clock
 }
 
-// DefaultHistoryBytes is the default bound of the watch history.
-const DefaultHistoryBytes = 8 << 20
+const (
+	// DefaultHistoryWindow is the cacher's default EventsHistoryWindow.
+	DefaultHistoryWindow = 75 * time.Second
+	// DefaultHistoryBytes caps the states of the window's changes: 75 s
+	// of 2,500 changes a second of 1 KiB states, with room.
+	DefaultHistoryBytes = 256 << 20
+)
 
 const (
 	// freshTimeout is how long a read waits for the store to reach the
@@ -175,6 +186,9 @@ func New(config Config) (*Store, error) {
 	if config.HistoryBytes <= 0 {
 		config.HistoryBytes = DefaultHistoryBytes
 	}
+	if config.HistoryWindow <= 0 {
+		config.HistoryWindow = DefaultHistoryWindow
+	}
 	if config.Feed == nil {
 		config.Feed = config.Storage
 	}
@@ -214,11 +228,9 @@ func New(config Config) (*Store, error) {
 			return nil, fmt.Errorf("livestore: enabling the size estimation of %v: %w", config.GroupResource, err)
 		}
 	}
-	var err error
-	if s.history, err = newHistory(config.HistoryBytes); err != nil {
-		return nil, err
-	}
 	s.table = NewTable(s.indexNames())
+	s.history = newHistory(config.HistoryWindow, config.HistoryBytes)
+	s.history.reset(s.table, 0)
 	metadataSource := metadata.New(map[string]string{"source": "livestore"})
 	s.progress = progress.NewConditionalProgressRequester(s.feed.RequestWatchProgress, clk, metadataSource)
 
@@ -340,7 +352,7 @@ func (s *Store) relist(ctx context.Context) error {
 	s.rv = listRV
 	s.ready = true
 	s.relisting = false
-	s.history.reset(listRV)
+	s.history.reset(table, listRV)
 	s.watchers.terminateAll(listRV)
 	objectsGauge.WithLabelValues(s.config.GroupResource.String()).Set(float64(table.Len()))
 	s.cond.Broadcast()
@@ -519,22 +531,34 @@ func (s *Store) applyLocked(event watch.Event) (*change, error) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var prev *object
-	if value, rv, ok := s.table.Get(o.key); ok {
-		prev = &object{key: o.key, rv: rv, value: bytes.Clone(value)}
-	}
+	epoch := s.history.begin()
+	var cur, old slot
+	var existed bool
 	if event.Type == watch.Deleted {
-		s.table.Delete(o.key)
-	} else if err := s.table.Put(o.key, o.rv, o.value, o.indexValues); err != nil {
+		old, existed = s.table.remove(o.key)
+		cur = old
+	} else if cur, old, existed, err = s.table.put(o.key, o.rv, o.value, o.indexValues); err != nil {
 		return nil, err
 	}
+	var prev *object
+	if existed {
+		prev = &object{key: o.key, rv: old.rv, value: bytes.Clone(s.table.recordAt(old).value)}
+	}
 	s.rv = o.rv
-	c := &change{eventType: event.Type, object: o, prev: prev}
-	s.history.add(c)
+	if existed || event.Type != watch.Deleted {
+		s.history.add(event.Type, o.rv, epoch, cur, old, existed, s.clock.Now())
+	}
 	o.value = nil // the next prepare's buffer; the watchers read obj
 	objectsGauge.WithLabelValues(s.config.GroupResource.String()).Set(float64(s.table.Len()))
 	s.cond.Broadcast()
-	return c, nil
+	return &change{eventType: event.Type, object: o, prev: prev}, nil
+}
+
+// expireHistory lets go of the history's changes past its window.
+func (s *Store) expireHistory() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.history.expire(s.clock.Now())
 }
 
 // waitFreshLocked waits, holding the read lock, until the store has

@@ -332,35 +332,39 @@ func (t *Table) mutated() { t.clone = nil }
 // replacing any entry for key and its postings. It fails, changing
 // nothing, when the arena cannot map memory.
 func (t *Table) Put(key string, rv uint64, value []byte, indexValues [][]string) error {
+	_, _, _, err := t.put(key, rv, value, indexValues)
+	return err
+}
+
+// put is Put, returning where the new record is, and the old one (whose
+// bytes stay as they were until its chunk is freed) if there was one.
+func (t *Table) put(key string, rv uint64, value []byte, indexValues [][]string) (cur, old slot, replaced bool, err error) {
 	if t.closed {
-		return fmt.Errorf("livestore: put in a closed table")
+		return slot{}, slot{}, false, fmt.Errorf("livestore: put in a closed table")
 	}
 	hs := t.hashesOf(indexValues)
-	old, exists := t.findForWrite(key)
+	old, replaced = t.findForWrite(key)
 	var id uint32
-	if exists {
+	if replaced {
 		id = t.recordAt(old).id
-	} else {
-		var err error
-		if id, err = t.newID(); err != nil {
-			return err
-		}
+	} else if id, err = t.newID(); err != nil {
+		return slot{}, slot{}, false, err
 	}
 	// The new record is written before the old one is released: key and
 	// value may alias it.
 	ci, off, err := t.writeRecord(id, key, hs, value)
 	if err != nil {
-		if !exists {
+		if !replaced {
 			t.freeIDs = append(t.freeIDs, id)
 		}
-		return err
+		return slot{}, slot{}, false, err
 	}
 	t.mutated()
-	s := slot{rv: rv, chunk: ci, off: off}
+	cur = slot{rv: rv, chunk: ci, off: off}
 	nIDs := len(t.slots)
-	t.slots[id] = s
-	t.tree.ReplaceOrInsert(s)
-	if exists {
+	t.slots[id] = cur
+	t.tree.ReplaceOrInsert(cur)
+	if replaced {
 		r := t.recordAt(old)
 		for p := 0; p < len(r.hashes); p += 8 {
 			if h := binary.LittleEndian.Uint64(r.hashes[p:]); !slices.Contains(hs, h) {
@@ -380,17 +384,24 @@ func (t *Table) Put(key string, rv uint64, value []byte, indexValues [][]string)
 		t.entries++
 	}
 	t.compact()
-	return nil
+	return cur, old, replaced, nil
 }
 
 // Delete removes key's entry; ok false when there was none.
 func (t *Table) Delete(key string) (rv uint64, ok bool) {
+	s, ok := t.remove(key)
+	return s.rv, ok
+}
+
+// remove is Delete, returning where the removed record is: its bytes stay
+// as they were until its chunk is freed.
+func (t *Table) remove(key string) (slot, bool) {
 	if t.closed {
-		return 0, false
+		return slot{}, false
 	}
 	s, ok := t.findForWrite(key)
 	if !ok {
-		return 0, false
+		return slot{}, false
 	}
 	t.mutated()
 	r := t.recordAt(s)
@@ -403,7 +414,7 @@ func (t *Table) Delete(key string) (rv uint64, ok bool) {
 	t.freeIDs = append(t.freeIDs, r.id)
 	t.entries--
 	t.compact()
-	return s.rv, true
+	return s, true
 }
 
 // compact moves the live records of the chunks queued for compaction to

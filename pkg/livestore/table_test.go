@@ -875,3 +875,19 @@ func mustPut(tb testing.TB, tab *Table, key string, rv uint64, value []byte, ind
 		tb.Fatalf("Put(%q): %v", key, err)
 	}
 }
+
+// A chunk the machine cannot map is an error of Put, which changes nothing,
+// not a panic of the goroutine that feeds the store.
+func TestPutOfAnUnmappableChunkIsAnError(t *testing.T) {
+	tab := newTableSize(testIndexes, 1<<52) // 4 PiB chunks
+	defer tab.Close()
+	if err := tab.Put("/k/a", 1, []byte("v"), nil); err == nil {
+		t.Fatal("Put mapped a chunk of 4 PiB")
+	}
+	if n := tab.Len(); n != 0 {
+		t.Errorf("Len() = %d after a failed Put, want 0", n)
+	}
+	if _, _, ok := tab.Get("/k/a"); ok {
+		t.Error("the failed Put's entry is in the table")
+	}
+}

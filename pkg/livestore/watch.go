@@ -534,6 +534,7 @@ func (s *Store) bookmarks(ctx context.Context) {
 		case <-ticker.C():
 		}
 		s.watchers.sendBookmarks(s)
+		s.expireHistory()
 	}
 }
 
