@@ -122,6 +122,7 @@ func storeCacheDecorator(kind StoreCache, timeline *Timeline) generic.StorageDec
 				GetAttrsFunc:   getAttrs,
 				Indexers:       indexers,
 				IndexerFuncs:   trigger,
+				HistoryWindow:  config.EventsHistoryWindow,
 			})
 			if err != nil {
 				destroyStorage()
