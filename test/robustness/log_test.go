@@ -27,10 +27,12 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/kube-events/events-apiserver/test/harness"
 	"github.com/kube-events/events-apiserver/test/robustness/validate"
 )
 
@@ -49,13 +51,15 @@ type record struct {
 	ops      map[string]int
 	outcomes map[string]int
 	faults   map[string]int
+	// latencies are the requests' durations by kind (not the watches').
+	latencies map[string][]time.Duration
 	// violations are answers no history can excuse: errors the API does
 	// not allow for the request, the server exiting.
 	violations []validate.Violation
 }
 
 func newRecord() *record {
-	return &record{ops: map[string]int{}, outcomes: map[string]int{}, faults: map[string]int{}}
+	return &record{ops: map[string]int{}, outcomes: map[string]int{}, faults: map[string]int{}, latencies: map[string][]time.Duration{}}
 }
 
 // wrote raises the watermark to a write's resourceVersion.
@@ -86,10 +90,13 @@ func (r *record) violation(v validate.Violation) {
 
 // outcome counts a request of kind and its answer, and records a
 // violation when the API does not allow that error for it.
-func (r *record) outcome(kind, op string, err error, allowed func(code int, status *metav1.Status) bool) {
+func (r *record) outcome(kind, op string, start time.Time, err error, allowed func(code int, status *metav1.Status) bool) {
 	answer, code, status := classify(err)
 	r.mu.Lock()
 	r.ops[kind]++
+	if !start.IsZero() {
+		r.latencies[kind] = append(r.latencies[kind], time.Since(start))
+	}
 	r.outcomes[kind+" "+answer]++
 	r.mu.Unlock()
 	if code != 0 && !allowed(code, status) {
@@ -180,6 +187,21 @@ func counts(m map[string]int) string {
 	}
 	if len(parts) == 0 {
 		return "none"
+	}
+	return strings.Join(parts, " ")
+}
+
+// latencyReport is each kind's median, p99 and slowest request.
+func latencyReport(m map[string][]time.Duration) string {
+	var keys []string
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var parts []string
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%s=%v/%v/%v", k, harness.Quantile(m[k], 0.5).Round(time.Millisecond),
+			harness.Quantile(m[k], 0.99).Round(time.Millisecond), harness.Quantile(m[k], 1).Round(time.Millisecond)))
 	}
 	return strings.Join(parts, " ")
 }

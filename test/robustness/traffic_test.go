@@ -48,7 +48,7 @@ var (
 )
 
 const (
-	eventNames = 30
+	eventNames = 20
 	pods       = 8
 )
 
@@ -111,15 +111,15 @@ func (tr *traffic) requests(ctx context.Context, id int) {
 	for n := 0; ctx.Err() == nil; n++ {
 		op := fmt.Sprintf("seed=%d client=%d op=%d", tr.seed, id, n)
 		switch x := r.IntN(100); {
-		case x < 22:
+		case x < 25:
 			tr.create(ctx, r, id, op)
-		case x < 34:
+		case x < 37:
 			tr.update(ctx, r, op)
-		case x < 46:
+		case x < 49:
 			tr.patch(ctx, r, op)
-		case x < 54:
-			tr.delete(ctx, r, op)
 		case x < 55:
+			tr.delete(ctx, r, op)
+		case x < 56:
 			tr.deleteCollection(ctx, r, op)
 		case x < 85:
 			tr.list(ctx, r, op)
@@ -130,6 +130,7 @@ func (tr *traffic) requests(ctx context.Context, id int) {
 }
 
 func (tr *traffic) create(ctx context.Context, r *rand.Rand, id int, op string) {
+	start := time.Now()
 	ns := pick(r, namespaces)
 	meta := metav1.ObjectMeta{Name: fmt.Sprintf("ev-%02d", r.IntN(eventNames)), Labels: randomLabels(r)}
 	regarding := corev1.ObjectReference{APIVersion: "v1", Kind: "Pod", Namespace: ns, Name: "pod-" + strconv.Itoa(r.IntN(pods))}
@@ -171,7 +172,7 @@ func (tr *traffic) create(ctx context.Context, r *rand.Rand, id int, op string) 
 		}
 	}
 	tr.rec.wrote(rv)
-	tr.rec.outcome("create", op+" create "+ns+"/"+meta.Name, err, writeAllowed)
+	tr.rec.outcome("create", op+" create "+ns+"/"+meta.Name, start, err, writeAllowed)
 }
 
 // update reads an event (a consistent get) and writes it back through
@@ -192,16 +193,18 @@ func (tr *traffic) update(ctx context.Context, r *rand.Rand, op string) {
 		e.InvolvedObject.Name = "pod-" + strconv.Itoa(r.IntN(pods))
 	}
 	e.Labels = randomLabels(r)
+	start := time.Now()
 	u, err := tr.client.CoreV1().Events(ns).Update(ctx, e, metav1.UpdateOptions{})
 	if err == nil {
 		tr.rec.wrote(u.ResourceVersion)
 	}
-	tr.rec.outcome("update", op+" update "+ns+"/"+name, err, writeAllowed)
+	tr.rec.outcome("update", op+" update "+ns+"/"+name, start, err, writeAllowed)
 }
 
 // patch sets or removes the color label with a merge patch, through either
 // version.
 func (tr *traffic) patch(ctx context.Context, r *rand.Rand, op string) {
+	start := time.Now()
 	ns, name := pick(r, namespaces), fmt.Sprintf("ev-%02d", r.IntN(eventNames))
 	color := `null`
 	if c := pick(r, colors); c != "" {
@@ -222,10 +225,11 @@ func (tr *traffic) patch(ctx context.Context, r *rand.Rand, op string) {
 		}
 	}
 	tr.rec.wrote(rv)
-	tr.rec.outcome("patch", op+" patch "+ns+"/"+name+" "+string(body), err, writeAllowed)
+	tr.rec.outcome("patch", op+" patch "+ns+"/"+name+" "+string(body), start, err, writeAllowed)
 }
 
 func (tr *traffic) delete(ctx context.Context, r *rand.Rand, op string) {
+	start := time.Now()
 	ns, name := pick(r, namespaces), fmt.Sprintf("ev-%02d", r.IntN(eventNames))
 	var err error
 	if r.IntN(2) == 0 {
@@ -233,13 +237,14 @@ func (tr *traffic) delete(ctx context.Context, r *rand.Rand, op string) {
 	} else {
 		err = tr.client.CoreV1().Events(ns).Delete(ctx, name, metav1.DeleteOptions{})
 	}
-	tr.rec.outcome("delete", op+" delete "+ns+"/"+name, err, writeAllowed)
+	tr.rec.outcome("delete", op+" delete "+ns+"/"+name, start, err, writeAllowed)
 }
 
 func (tr *traffic) deleteCollection(ctx context.Context, r *rand.Rand, op string) {
+	start := time.Now()
 	ns, color := pick(r, namespaces), pick(r, colors[:2])
 	err := tr.client.CoreV1().Events(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: "color=" + color})
-	tr.rec.outcome("deletecollection", op+" deletecollection "+ns+" color="+color, err, writeAllowed)
+	tr.rec.outcome("deletecollection", op+" deletecollection "+ns+" color="+color, start, err, writeAllowed)
 }
 
 // randomRV is a resourceVersion to read at: "", "0", or one below, at or
@@ -277,12 +282,13 @@ func (tr *traffic) list(ctx context.Context, r *rand.Rand, op string) {
 	}
 	opts := metav1.ListOptions{FieldSelector: sel.Field, LabelSelector: sel.Label, ResourceVersion: rv, ResourceVersionMatch: match, Limit: limit}
 	for {
+		start := time.Now()
 		page, cont, err := tr.listPage(ctx, core, sel.Namespace, opts)
 		kind := "list"
 		if opts.Continue != "" {
 			kind = "list-continue"
 		}
-		tr.rec.outcome(kind, l.Op, err, readAllowed(rv != "" && rv != "0" || opts.Continue != "", false))
+		tr.rec.outcome(kind, l.Op, start, err, readAllowed(rv != "" && rv != "0" || opts.Continue != "", false))
 		if err != nil {
 			break
 		}
@@ -341,10 +347,10 @@ func (tr *traffic) get(ctx context.Context, r *rand.Rand, op string) {
 		tr.getCore(ctx, ns, name, rv, fmt.Sprintf("%s get core %s/%s rv=%q", op, ns, name, rv))
 		return
 	}
-	watermark := tr.rec.watermark.Load()
+	watermark, start := tr.rec.watermark.Load(), time.Now()
 	e, err := tr.client.EventsV1().Events(ns).Get(ctx, name, metav1.GetOptions{ResourceVersion: rv})
 	o := fmt.Sprintf("%s get %s/%s rv=%q", op, ns, name, rv)
-	tr.rec.outcome("get", o, err, readAllowed(false, true))
+	tr.rec.outcome("get", o, start, err, readAllowed(false, true))
 	if err == nil {
 		tr.rec.addGet(validate.Get{Op: o, Key: ns + "/" + name, RV: rv, Watermark: watermark, Got: item(e).RV})
 	}
@@ -352,9 +358,9 @@ func (tr *traffic) get(ctx context.Context, r *rand.Rand, op string) {
 
 // getCore is a core/v1 get, recorded.
 func (tr *traffic) getCore(ctx context.Context, ns, name, rv, op string) (*corev1.Event, bool) {
-	watermark := tr.rec.watermark.Load()
+	watermark, start := tr.rec.watermark.Load(), time.Now()
 	e, err := tr.client.CoreV1().Events(ns).Get(ctx, name, metav1.GetOptions{ResourceVersion: rv})
-	tr.rec.outcome("get", op, err, readAllowed(false, true))
+	tr.rec.outcome("get", op, start, err, readAllowed(false, true))
 	if err != nil {
 		return nil, false
 	}
@@ -460,14 +466,14 @@ func (tr *traffic) watch(ctx context.Context, req watchRequest, op string, d tim
 		kind = "watch-resume"
 	}
 	if err != nil {
-		tr.rec.outcome(kind, op, err, readAllowed(named, false))
+		tr.rec.outcome(kind, op, time.Time{}, err, readAllowed(named, false))
 		return w
 	}
 	defer wi.Stop()
 	for e := range wi.ResultChan() {
 		switch e.Type {
 		case watch.Error:
-			tr.rec.outcome(kind, op, apierrors.FromObject(e.Object), readAllowed(named || w.SendInitialEvents, false))
+			tr.rec.outcome(kind, op, time.Time{}, apierrors.FromObject(e.Object), readAllowed(named || w.SendInitialEvents, false))
 			tr.rec.addWatch(w)
 			return w
 		case watch.Bookmark:
@@ -482,7 +488,7 @@ func (tr *traffic) watch(ctx context.Context, req watchRequest, op string, d tim
 			w.Events = append(w.Events, validate.Event{Type: string(e.Type), Item: item(e.Object)})
 		}
 	}
-	tr.rec.outcome(kind, op, nil, nil)
+	tr.rec.outcome(kind, op, time.Time{}, nil, nil)
 	tr.rec.addWatch(w)
 	return w
 }

@@ -450,17 +450,27 @@ func checkSplit(h *History, w Watch, sel *compiled, p int) []Violation {
 	}
 	// The state changes only at the changes' revisions: try lo, then each
 	// change up to hi, applied one at a time.
+	// A selection may come back to the same state later (a key selected,
+	// then no more): any revision that fits and passes will do.
 	state := h.stateAt(lo)
 	var mismatch string
+	var stream []Violation
 	try := func(s int64) bool {
 		d := diffItems(selectedOf(state, sel), initial)
-		if d != "" && mismatch == "" {
-			mismatch = fmt.Sprintf("at %d: %s", s, d)
+		if d != "" {
+			if mismatch == "" {
+				mismatch = fmt.Sprintf("at %d: %s", s, d)
+			}
+			return false
 		}
-		return d == ""
+		v := checkStream(h, w, sel, s, w.Events[p:])
+		if v != nil && stream == nil {
+			stream = v
+		}
+		return v == nil
 	}
 	if try(lo) {
-		return checkStream(h, w, sel, lo, w.Events[p:])
+		return nil
 	}
 	for _, c := range h.between(lo, hi) {
 		old := state[c.Key]
@@ -469,8 +479,11 @@ func checkSplit(h *History, w Watch, sel *compiled, p int) []Violation {
 			continue // the selected state did not change
 		}
 		if try(c.Rev) {
-			return checkStream(h, w, sel, c.Rev, w.Events[p:])
+			return nil
 		}
+	}
+	if stream != nil {
+		return stream
 	}
 	return []Violation{{Kind: KindInitial, Op: w.Op, Detail: fmt.Sprintf("%d initial events are etcd's state at no revision in [%d, %d]; %s", p, lo, hi, mismatch)}}
 }

@@ -383,3 +383,36 @@ func TestStateAtAcrossSnapshots(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckWatchInitialStateSeenTwice is a legacy watch whose initial
+// state is etcd's, after selection, at two revisions with changes between
+// them: only the later one fits the rest of the watch.
+func TestCheckWatchInitialStateSeenTwice(t *testing.T) {
+	h := NewHistory()
+	for _, c := range []Change{
+		{Rev: 1, Key: "ns/x", Object: obj("x", "", "", "red")},
+		{Rev: 2, Key: "ns/y", Object: obj("y", "", "", "red")},
+		{Rev: 3, Key: "ns/y"},
+		{Rev: 4, Key: "ns/z", Object: obj("z", "", "", "red")},
+	} {
+		if err := h.Append(c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		name  string
+		watch Watch
+		want  []string
+	}{
+		{name: "from the later revision", watch: Watch{RV: "0", Bookmarks: true, Events: []Event{ev(Added, "x", 1), bookmark(3), ev(Added, "z", 4)}}},
+		{name: "from the earlier revision", watch: Watch{RV: "0", Events: []Event{ev(Added, "x", 1), ev(Added, "y", 2), ev(Deleted, "y", 3)}}},
+		{name: "from neither", watch: Watch{RV: "0", Events: []Event{ev(Added, "x", 1), ev(Deleted, "y", 3), ev(Added, "z", 4)}}, want: []string{KindReliable}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := CheckWatch(h, tc.watch)
+			if diff := cmp.Diff(tc.want, kinds(got)); diff != "" {
+				t.Errorf("violations (-want +got):\n%s\n%v", diff, got)
+			}
+		})
+	}
+}
