@@ -53,13 +53,21 @@ type record struct {
 	faults   map[string]int
 	// latencies are the requests' durations by kind (not the watches').
 	latencies map[string][]time.Duration
+	// slowest is each kind's slowest request.
+	slowest map[string]slowOp
 	// violations are answers no history can excuse: errors the API does
 	// not allow for the request, the server exiting.
 	violations []validate.Violation
 }
 
 func newRecord() *record {
-	return &record{ops: map[string]int{}, outcomes: map[string]int{}, faults: map[string]int{}, latencies: map[string][]time.Duration{}}
+	return &record{ops: map[string]int{}, outcomes: map[string]int{}, faults: map[string]int{}, latencies: map[string][]time.Duration{}, slowest: map[string]slowOp{}}
+}
+
+// slowOp is a request and how long it took.
+type slowOp struct {
+	d  time.Duration
+	op string
 }
 
 // wrote raises the watermark to a write's resourceVersion.
@@ -95,7 +103,11 @@ func (r *record) outcome(kind, op string, start time.Time, err error, allowed fu
 	r.mu.Lock()
 	r.ops[kind]++
 	if !start.IsZero() {
-		r.latencies[kind] = append(r.latencies[kind], time.Since(start))
+		d := time.Since(start)
+		r.latencies[kind] = append(r.latencies[kind], d)
+		if d > r.slowest[kind].d {
+			r.slowest[kind] = slowOp{d: d, op: op + " answered " + answer}
+		}
 	}
 	r.outcomes[kind+" "+answer]++
 	r.mu.Unlock()
@@ -104,8 +116,9 @@ func (r *record) outcome(kind, op string, start time.Time, err error, allowed fu
 	}
 }
 
-// classify names an error: "ok", its HTTP code, or "connection" when no
-// server answered (the code is then 0).
+// classify names an error: "ok", its HTTP code, "hung" when the client
+// gave up waiting, or "connection" when no server answered (the code is
+// then 0).
 func classify(err error) (answer string, code int, status *metav1.Status) {
 	if err == nil {
 		return "ok", 0, nil
@@ -115,9 +128,12 @@ func classify(err error) (answer string, code int, status *metav1.Status) {
 		s := api.Status()
 		return strconv.Itoa(int(s.Code)), int(s.Code), &s
 	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return "hung", 0, nil
+	}
 	var netErr net.Error
 	if errors.As(err, &netErr) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
-		errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) ||
+		errors.Is(err, context.Canceled) ||
 		strings.Contains(err.Error(), "connection") || strings.Contains(err.Error(), "http2") {
 		return "connection", 0, nil
 	}
@@ -204,4 +220,20 @@ func latencyReport(m map[string][]time.Duration) string {
 			harness.Quantile(m[k], 0.99).Round(time.Millisecond), harness.Quantile(m[k], 1).Round(time.Millisecond)))
 	}
 	return strings.Join(parts, " ")
+}
+
+// slowestReport is each kind's slowest request, if slower than a second.
+func slowestReport(m map[string]slowOp) string {
+	var keys []string
+	for k, s := range m {
+		if s.d > time.Second {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	var parts []string
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%v: %s", m[k].d.Round(time.Millisecond), m[k].op))
+	}
+	return strings.Join(parts, "\n    ")
 }

@@ -162,6 +162,9 @@ func report(t *testing.T, s uint64, cache string, ran time.Duration, h *validate
 	fmt.Fprintf(&b, "  operations: %s\n", counts(log.ops))
 	fmt.Fprintf(&b, "  answers: %s\n", counts(log.outcomes))
 	fmt.Fprintf(&b, "  latency (median/p99/max): %s\n", latencyReport(log.latencies))
+	if slow := slowestReport(log.slowest); slow != "" {
+		fmt.Fprintf(&b, "  slowest requests:\n    %s\n", slow)
+	}
 	fmt.Fprintf(&b, "  faults: %s\n", counts(log.faults))
 	fmt.Fprintf(&b, "  etcd history: %d changes up to revision %d\n", h.Changes(), h.Head())
 	fmt.Fprintf(&b, "  validated: %d lists (%d pages, %d items), %d gets, %d watches (%d events, %d bookmarks)\n",

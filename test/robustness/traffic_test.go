@@ -47,6 +47,11 @@ var (
 	colors     = []string{"red", "blue", ""}
 )
 
+// requestTimeout bounds a client's request (an update's get and write, a
+// list's pages): a request the server holds longer is counted as such
+// and the client goes on.
+const requestTimeout = 15 * time.Second
+
 const (
 	eventNames = 20
 	pods       = 8
@@ -109,23 +114,31 @@ func randomSelector(r *rand.Rand, core bool) validate.Selector {
 func (tr *traffic) requests(ctx context.Context, id int) {
 	r := tr.rng(uint64(id))
 	for n := 0; ctx.Err() == nil; n++ {
-		op := fmt.Sprintf("seed=%d client=%d op=%d", tr.seed, id, n)
-		switch x := r.IntN(100); {
-		case x < 25:
-			tr.create(ctx, r, id, op)
-		case x < 37:
-			tr.update(ctx, r, op)
-		case x < 49:
-			tr.patch(ctx, r, op)
-		case x < 55:
-			tr.delete(ctx, r, op)
-		case x < 56:
-			tr.deleteCollection(ctx, r, op)
-		case x < 85:
-			tr.list(ctx, r, op)
-		default:
-			tr.get(ctx, r, op)
-		}
+		tr.request(ctx, r, id, n)
+	}
+}
+
+// request runs one random request, or the few of an update or a paged
+// list, each bounded by requestTimeout.
+func (tr *traffic) request(ctx context.Context, r *rand.Rand, id, n int) {
+	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	defer cancel()
+	op := fmt.Sprintf("seed=%d client=%d op=%d", tr.seed, id, n)
+	switch x := r.IntN(100); {
+	case x < 25:
+		tr.create(ctx, r, id, op)
+	case x < 37:
+		tr.update(ctx, r, op)
+	case x < 49:
+		tr.patch(ctx, r, op)
+	case x < 55:
+		tr.delete(ctx, r, op)
+	case x < 56:
+		tr.deleteCollection(ctx, r, op)
+	case x < 85:
+		tr.list(ctx, r, op)
+	default:
+		tr.get(ctx, r, op)
 	}
 }
 
