@@ -55,13 +55,17 @@ type record struct {
 	latencies map[string][]time.Duration
 	// slowest is each kind's slowest request.
 	slowest map[string]slowOp
+	// start is when the run started; timeline holds, from then, each fault
+	// and each request that hung, for the report.
+	start    time.Time
+	timeline []string
 	// violations are answers no history can excuse: errors the API does
 	// not allow for the request, the server exiting.
 	violations []validate.Violation
 }
 
 func newRecord() *record {
-	return &record{ops: map[string]int{}, outcomes: map[string]int{}, faults: map[string]int{}, latencies: map[string][]time.Duration{}, slowest: map[string]slowOp{}}
+	return &record{start: time.Now(), ops: map[string]int{}, outcomes: map[string]int{}, faults: map[string]int{}, latencies: map[string][]time.Duration{}, slowest: map[string]slowOp{}}
 }
 
 // slowOp is a request and how long it took.
@@ -88,6 +92,12 @@ func (r *record) fault(kind string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.faults[kind]++
+	r.note(time.Now(), "fault "+kind)
+}
+
+// note adds an entry to the timeline; r.mu is held.
+func (r *record) note(at time.Time, what string) {
+	r.timeline = append(r.timeline, fmt.Sprintf("%8.1fs %s", at.Sub(r.start).Seconds(), what))
 }
 
 func (r *record) violation(v validate.Violation) {
@@ -105,6 +115,9 @@ func (r *record) outcome(kind, op string, start time.Time, err error, allowed fu
 	if !start.IsZero() {
 		d := time.Since(start)
 		r.latencies[kind] = append(r.latencies[kind], d)
+		if answer == "hung" {
+			r.note(start, fmt.Sprintf("%s (hung %v)", op, d.Round(time.Millisecond)))
+		}
 		if d > r.slowest[kind].d {
 			r.slowest[kind] = slowOp{d: d, op: op + " answered " + answer}
 		}

@@ -171,6 +171,8 @@ func report(t *testing.T, s uint64, cache string, ran time.Duration, h *validate
 		c.Lists, c.Pages, c.Items, c.Gets, c.Watches, c.WatchEvents, c.Bookmarks)
 	fmt.Fprintf(&b, "  violations: %d (%s)\n", len(violations), counts(byKind))
 	fmt.Print(b.String())
+	sort.Strings(log.timeline)
+	t.Logf("faults and hung requests, from the start of the traffic:\n%s", strings.Join(log.timeline, "\n"))
 	if len(violations) == 0 {
 		return
 	}

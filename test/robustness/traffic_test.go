@@ -52,6 +52,9 @@ var (
 // and the client goes on.
 const requestTimeout = 15 * time.Second
 
+// futureTimeout bounds a list at a revision not yet written.
+const futureTimeout = 5 * time.Second
+
 const (
 	eventNames = 20
 	pods       = 8
@@ -293,11 +296,22 @@ func (tr *traffic) list(ctx context.Context, r *rand.Rand, op string) {
 		Match:     string(match),
 		Watermark: tr.rec.watermark.Load(),
 	}
+	// A list at a revision not yet written waits for the other clients'
+	// writes (or answers 504 after a wait): counted apart, and bounded
+	// by futureTimeout so that a wait the server does not end stalls
+	// this client only briefly.
+	first := "list"
+	if n, err := strconv.ParseInt(rv, 10, 64); err == nil && n > l.Watermark {
+		first = "list-future"
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, futureTimeout)
+		defer cancel()
+	}
 	opts := metav1.ListOptions{FieldSelector: sel.Field, LabelSelector: sel.Label, ResourceVersion: rv, ResourceVersionMatch: match, Limit: limit}
 	for {
 		start := time.Now()
 		page, cont, err := tr.listPage(ctx, core, sel.Namespace, opts)
-		kind := "list"
+		kind := first
 		if opts.Continue != "" {
 			kind = "list-continue"
 		}
