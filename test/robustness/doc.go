@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-// Package robustness is the robustness harness, modelled on etcd's
+// Package robustness is the robustness harness, modeled on etcd's
 // tests/robustness: it runs the events-apiserver binary on an etcd of the
 // envtest assets, drives random concurrent traffic through unmodified
 // client-go (writes, paged lists at every resourceVersion semantics, gets,

@@ -141,7 +141,7 @@ func watchServer(ctx context.Context, t *testing.T, server *harness.Server, log 
 				t.Errorf("restarting the server: %v", err)
 				return
 			}
-			if err := server.WaitReady(context.Background(), harness.ServerStartTimeout); err != nil {
+			if err := server.WaitReady(t.Context(), harness.ServerStartTimeout); err != nil {
 				t.Errorf("restarting the server: %v", err)
 				return
 			}
