@@ -446,7 +446,7 @@ func (tr *traffic) watcher(ctx context.Context, id int) {
 		if req.resumes != "" {
 			op += " resumes: " + req.resumes
 		}
-		w := tr.watch(ctx, req, op, time.Duration(1+r.IntN(10))*time.Second)
+		w := tr.watch(ctx, req, op, time.Duration(2+r.IntN(11))*time.Second)
 		last := lastRV(w.Events)
 		if last > 0 && r.IntN(10) < 7 {
 			resumed := req
@@ -467,8 +467,8 @@ func lastRV(events []validate.Event) int64 {
 	return last
 }
 
-// watch runs one watch for at most d (until the server ends it or ctx
-// is done) and records every event.
+// watch runs one watch of d (timeoutSeconds; until the server ends it or
+// ctx is done) and records every event.
 func (tr *traffic) watch(ctx context.Context, req watchRequest, op string, d time.Duration) validate.Watch {
 	w := validate.Watch{
 		Op:                op,
@@ -479,7 +479,10 @@ func (tr *traffic) watch(ctx context.Context, req watchRequest, op string, d tim
 		Watermark:         tr.rec.watermark.Load(),
 	}
 	named := w.RV != "" && w.RV != "0"
-	ctx, cancel := context.WithTimeout(ctx, d)
+	// The server ends the watch after d, and the cacher's rule sends a
+	// bookmark 2 s before (bookmarks on); the client waits a little longer.
+	req.opts.TimeoutSeconds = ptr.To(int64(d / time.Second))
+	ctx, cancel := context.WithTimeout(ctx, d+10*time.Second)
 	defer cancel()
 	var wi watch.Interface
 	var err error
