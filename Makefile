@@ -45,6 +45,14 @@ test-unit: ## Run the unit tests only, with -race (builds the etcd binary pkg/mi
 test-faults: ## Run the fault suite (etcd and server killed, paused, out of space; 1,000 watchers) and print its table.
 	assets="$$(hack/envtest-assets.sh)" && KUBEBUILDER_ASSETS="$$assets" PATH="$$assets:$$PATH" $(GO) test -count=1 -timeout 15m -v ./test/faults
 
+# Per store cache: the two runs take ROBUSTNESS_DURATION each, plus the
+# server's build and the validation.
+ROBUSTNESS_DURATION ?= 5m
+.PHONY: test-robustness
+test-robustness: ## Run the robustness harness (docs/robustness.md): random traffic and etcd faults for ROBUSTNESS_DURATION (5m) per store cache, every list and watch checked against etcd's history; ROBUSTNESS_SEED repeats a run.
+	assets="$$(hack/envtest-assets.sh)" && KUBEBUILDER_ASSETS="$$assets" PATH="$$assets:$$PATH" $(GO) test -count=1 -timeout 60m -v ./test/robustness \
+	  -robustness.duration=$(ROBUSTNESS_DURATION) -robustness.store-cache=compact,watch-cache $(if $(ROBUSTNESS_SEED),-robustness.seed=$(ROBUSTNESS_SEED))
+
 # A count of executions (about a minute each here), not a duration: Go 1.26's
 # fuzzing coordinator can fail a target at the end of a -fuzztime duration
 # (go.dev/issue/75804). FUZZ_TIME=10m works too.

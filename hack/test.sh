@@ -4,7 +4,8 @@
 # kube-apiserver and kubectl binaries that hack/envtest-assets.sh builds from
 # Go modules on first use (cached after), and the image test (test/image:
 # builds the image and runs it non-root on a read-only root filesystem), the
-# fault suite (test/faults), a short fuzzing run of every fuzz target, the
+# fault suite (test/faults), the robustness harness's smoke
+# (test/robustness), a short fuzzing run of every fuzz target, the
 # benchmark smokes and, last, the end-to-end suite on a one-node cluster
 # (test/e2e, as root).
 #
@@ -46,11 +47,17 @@ VICTORIALOGS_ASSETS="$(hack/victorialogs-assets.sh)"
 export VICTORIALOGS_ASSETS
 
 phase "go test ./test/... (integration and image)"
-go test -count=1 -timeout 45m $(go list ./test/... | grep -v -e '/test/faults$' -e '/test/e2e')
+go test -count=1 -timeout 45m $(go list ./test/... | grep -v -e '/test/faults$' -e '/test/robustness$' -e '/test/e2e')
 
 # The fault suite prints its table (-v); about 4 minutes on 2 cores.
 phase "fault suite (test/faults)"
 go test -count=1 -timeout 15m -v ./test/faults
+
+# The robustness harness's smoke: a minute of traffic and faults per store
+# cache, every list and watch checked against etcd's history (make
+# test-robustness runs 5 minutes each).
+phase "robustness smoke (test/robustness)"
+go test -count=1 -timeout 15m -v ./test/robustness -robustness.duration=1m -robustness.store-cache=compact,watch-cache
 
 # Go native fuzzing, bounded by executions, not by time: a -fuzztime
 # duration races Go's fuzzing coordinator at the deadline and fails a
