@@ -789,12 +789,22 @@ func (s *Store) GetList(ctx context.Context, key string, opts storage.ListOption
 			return s.config.Storage.GetList(ctx, key, opts, listObj)
 		}
 		if listRV, err = s.config.Storage.GetCurrentResourceVersion(ctx); err != nil {
-			return err
+			return etcdReadError(err)
 		}
 	}
 	err = s.list(ctx, key, opts, listRV, route.ConsistentRead, listObj)
 	if errors.Is(err, errNotServing) || route.ConsistentRead && storage.IsTooLargeResourceVersion(err) {
 		return s.config.Storage.GetList(ctx, key, opts, listObj)
+	}
+	return err
+}
+
+// etcdReadError is what a read answers when it could not read etcd's
+// current revision: 504 when etcd did not answer within the request's
+// time (paused, partitioned), as an etcd read out of time answers.
+func etcdReadError(err error) error {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return apierrors.NewTimeoutError(fmt.Sprintf("reading etcd's current revision: %v", err), tooHighRetrySeconds)
 	}
 	return err
 }

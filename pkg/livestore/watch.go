@@ -610,7 +610,7 @@ func (s *Store) Watch(ctx context.Context, key string, opts storage.ListOptions)
 	requiredRV := requestedRV
 	if sendInitial && opts.ResourceVersion == "" {
 		if requiredRV, err = s.config.Storage.GetCurrentResourceVersion(ctx); err != nil {
-			return newErrWatcher(err), nil
+			return newErrWatcher(etcdReadError(err)), nil
 		}
 	}
 	w := s.newWatcher(ctx, prefix, opts)
