@@ -1,0 +1,32 @@
+/*
+Copyright The events-apiserver Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package server
+
+import (
+	"testing"
+	"time"
+
+	"github.com/kube-events/events-apiserver/test/conformance"
+	"github.com/kube-events/events-apiserver/test/integration/framework"
+)
+
+// TestEventsConformance runs Kubernetes' four Events [Conformance] tests
+// (test/conformance) against the server on the embedded default, the
+// configuration make run starts.
+func TestEventsConformance(t *testing.T) {
+	conformance.Run(t, conformance.ClusterOf(framework.KubeClient(t, shared.RestConfig)), 2*time.Minute)
+}
