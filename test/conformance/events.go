@@ -30,9 +30,11 @@ limitations under the License.
 // and a failed gomega expectation are t.Fatalf, ginkgo.By a t.Log. The
 // namespace the upstream framework creates for each test comes from the
 // Cluster. Run runs them against any cluster given its client: the
-// integration tests (the embedded default, takeover through kube-apiserver's
-// aggregator), go test ./test/conformance -conformance.kubeconfig=..., and the e2e
-// suite in each mode it installs.
+// integration tests (test/integration/server on the embedded default,
+// test/integration/conformance in takeover through kube-apiserver's
+// aggregator), go test ./test/conformance -conformance.kubeconfig=PATH
+// against a cluster, and the e2e suite, which may call Run in each mode it
+// installs.
 package conformance
 
 import (
