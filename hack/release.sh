@@ -118,7 +118,7 @@ With cert-manager in the cluster:
 kubectl apply -f events-apiserver.yaml
 \`\`\`
 
-or with Helm: \`helm install events-apiserver events-apiserver-${VERSION}.tgz\`. Without
+or with Helm: \`helm install events-apiserver events-apiserver-${VERSION}.tgz -n events-apiserver --create-namespace\`. Without
 cert-manager, \`hack/gen-serving-cert.sh DIR events-apiserver.yaml && kubectl apply -k DIR\`.
 [docs/install.md](https://github.com/kube-events/events-apiserver/blob/${VERSION}/docs/install.md)
 has the rest; \`SHA256SUMS\` holds the files' checksums.

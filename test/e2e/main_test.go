@@ -217,6 +217,9 @@ var releaseImagePattern = regexp.MustCompile(`(?m)^\s*image:\s*(` + regexp.Quote
 // etcdImagePattern finds the bundled etcd's image in its StatefulSet.
 var etcdImagePattern = regexp.MustCompile(`(?m)^\s*image:\s*(\S*etcd\S*)\s*$`)
 
+// etcdVersionPattern finds the version in etcd --version's output.
+var etcdVersionPattern = regexp.MustCompile(`(?m)^etcd Version: (\S+)$`)
+
 // archiveImagePattern finds VictoriaLogs' image in its StatefulSet.
 var archiveImagePattern = regexp.MustCompile(`(?m)^\s*image:\s*(\S*victoria-logs\S*)\s*$`)
 
@@ -233,6 +236,16 @@ func buildImages(ctx context.Context, root, assets, dir string) error {
 		return fmt.Errorf("no etcd image in components/bundled-etcd/statefulset.yaml")
 	}
 	suite.etcdImage = string(match[1])
+	// The tag packs the etcd built for it (etcd-static, at
+	// hack/cluster-assets.sh's ETCD_VERSION): it must name that version, so
+	// that the image users run is the one tested.
+	etcdVersion, err := exec.CommandContext(ctx, filepath.Join(assets, "etcd-static"), "--version").Output()
+	if err != nil {
+		return fmt.Errorf("etcd-static --version: %w", err)
+	}
+	if m := etcdVersionPattern.FindSubmatch(etcdVersion); m == nil || !strings.HasSuffix(suite.etcdImage, ":"+string(m[1])+"-0") {
+		return fmt.Errorf("components/bundled-etcd runs %s, not the etcd built for it: %s", suite.etcdImage, etcdVersion)
+	}
 	archiveManifest, err := os.ReadFile(filepath.Join(root, "artifacts", "components", "victorialogs", "statefulset.yaml"))
 	if err != nil {
 		return err

@@ -66,6 +66,7 @@ func TestHelmInstall(t *testing.T) {
 	archiveVolume(t, ctx, "chart-victorialogs")
 	start = time.Now()
 	if out, err := helm(ctx, "install", "events-apiserver", filepath.Join(suite.root, "charts", "events-apiserver"),
+		"--namespace", serverNamespace, "--create-namespace",
 		"--set", "certificates.certManager=false", "--set-file", "certificates.caBundle="+filepath.Join(install, "ca.crt")); err != nil {
 		t.Fatal(err)
 	} else {
@@ -104,10 +105,13 @@ func TestHelmInstall(t *testing.T) {
 	logf(t, "chart install serves %s/missing-image: reasons %v", workloadNamespace, reasons(events))
 	start = time.Now()
 	uninstall(t, ctx, func() error {
-		out, err := helm(ctx, "uninstall", "events-apiserver", "--wait", "--timeout=5m")
-		if err == nil {
-			logf(t, "helm uninstall: %s", firstLine(out))
+		out, err := helm(ctx, "uninstall", "events-apiserver", "--namespace", serverNamespace, "--wait", "--timeout=5m")
+		if err != nil {
+			return err
 		}
+		logf(t, "helm uninstall: %s", firstLine(out))
+		// The release namespace is not the chart's: helm leaves it.
+		_, err = kubectl(ctx, "", "delete", "namespace", serverNamespace, "--wait=true", "--timeout=5m")
 		return err
 	}, "chart-etcd-0", "chart-etcd-1", "chart-etcd-2", "chart-victorialogs")
 	logf(t, "chart install uninstalled in %s", time.Since(start).Round(time.Second))

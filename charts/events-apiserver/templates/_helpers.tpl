@@ -3,6 +3,11 @@
 app.kubernetes.io/part-of: events-apiserver
 {{- end }}
 
+{{/* The namespace of every namespaced object: namespaceOverride, or the release's. */}}
+{{- define "events-apiserver.namespace" -}}
+{{ default .Release.Namespace .Values.namespaceOverride }}
+{{- end }}
+
 {{/* The server's selector labels. */}}
 {{- define "events-apiserver.selector" -}}
 app.kubernetes.io/component: apiserver
@@ -18,7 +23,7 @@ app.kubernetes.io/name: events-etcd
 {{/* The etcd client URLs the server dials. */}}
 {{- define "events-apiserver.etcdServers" -}}
 {{- if .Values.etcd.bundled -}}
-https://events-etcd-0.events-etcd-peer.events-apiserver.svc:2379,https://events-etcd-1.events-etcd-peer.events-apiserver.svc:2379,https://events-etcd-2.events-etcd-peer.events-apiserver.svc:2379
+https://events-etcd-0.events-etcd-peer.{{ include "events-apiserver.namespace" $ }}.svc:2379,https://events-etcd-1.events-etcd-peer.{{ include "events-apiserver.namespace" $ }}.svc:2379,https://events-etcd-2.events-etcd-peer.{{ include "events-apiserver.namespace" $ }}.svc:2379
 {{- else -}}
 {{ .Values.etcd.servers }}
 {{- end }}
@@ -79,6 +84,9 @@ events-apiserver-event-policy-{{ include "events-apiserver.eventPolicy" . | sha2
 {{- end }}
 {{- if and .Values.history.enabled (lt (trimSuffix "h" (toString .Values.history.retention) | atoi) 24) }}
 {{- fail (printf "history.retention %s: want at least 24h" .Values.history.retention) }}
+{{- end }}
+{{- if not (has .Values.etcd.whenUnsatisfiable (list "DoNotSchedule" "ScheduleAnyway")) }}
+{{- fail (printf "etcd.whenUnsatisfiable %q: want DoNotSchedule or ScheduleAnyway" .Values.etcd.whenUnsatisfiable) }}
 {{- end }}
 {{- if and .Values.history.enabled (not (has .Values.history.layout (list "single" "cluster"))) }}
 {{- fail (printf "history.layout %q: want single or cluster" .Values.history.layout) }}

@@ -220,8 +220,8 @@ func (o *Options) Flags() cliflag.NamedFlagSets {
 	fs.StringVar(&o.DataDir, "data-dir", o.DataDir, "Directory for the embedded etcd's data, the generated certificates and the admin kubeconfig. Reused on restart.")
 	fs.DurationVar(&o.EventTTL, "event-ttl", o.EventTTL, "How long an event is kept after its last create or update; whole seconds, at least 1s. "+
 		"Keep it at least the series heartbeat interval (the event policy's series.heartbeatInterval, 30m by default): a shorter TTL expires Ongoing series between heartbeats, and the server warns at start.")
-	fs.StringVar(&o.StoreCache, "store-cache", o.StoreCache, fmt.Sprintf("What serves the store's lists, gets and watches from memory (with --watch-cache): %q, the compact live store, which holds every event as its stored bytes outside the Go heap "+
-		"(about 0.6 KiB of memory per event), or %q, k8s.io/apiserver's watch cache, which holds every event decoded (about 3.6 KiB per event).", eventstorage.CompactStore, eventstorage.WatchCache))
+	fs.StringVar(&o.StoreCache, "store-cache", o.StoreCache, fmt.Sprintf("What serves the store's lists, gets and watches from memory (with --watch-cache): %q, the compact live store, which holds every event as its stored bytes outside the Go heap, "+
+		"or %q, k8s.io/apiserver's watch cache, which holds every event decoded, in several times the memory (docs/performance.md#memory).", eventstorage.CompactStore, eventstorage.WatchCache))
 	fs.StringVar(&o.EventPolicyConfig, "event-policy-config", o.EventPolicyConfig, "File with the event policy (apiVersion eventpolicy.config.events.k8s.io/v1alpha1, kind EventPolicy): "+
 		"rate limits, folding, series thresholds and sweeping. Unset: the defaults, or the former EventRateLimitConfiguration and EventSeriesConfiguration "+
 		"in the plugins' entries of --admission-control-config-file, which it cannot be combined with.")

@@ -89,14 +89,16 @@ func (p *Plugin) Admit(_ context.Context, a admission.Attributes, _ admission.Ob
 }
 
 // Validate refuses with 422 Invalid a series made Unknown while its
-// reporter may still be alive. The rules that do not depend on the clock
+// reporter may still be alive, and, with the policy's strict clock, a series
+// last observed before its eventTime. The rules that do not depend on the clock
 // are validation's, which every writer meets.
 func (p *Plugin) Validate(_ context.Context, a admission.Attributes, _ admission.ObjectInterfaces) error {
 	newEvent, oldEvent, ok, err := eventsOf(a)
 	if !ok || err != nil {
 		return err
 	}
-	errs := validateUnknown(newEvent, oldEvent, p.clock.Now(), p.thresholds)
+	errs := validateStrictClock(newEvent, oldEvent, p.thresholds)
+	errs = append(errs, validateUnknown(newEvent, oldEvent, p.clock.Now(), p.thresholds)...)
 	if len(errs) == 0 {
 		return nil
 	}

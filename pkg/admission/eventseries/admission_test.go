@@ -79,6 +79,11 @@ func series(count int32, lastObserved time.Duration, state core.EventSeriesState
 	}
 }
 
+// eventTimeAgo sets the event's eventTime d before now.
+func eventTimeAgo(d time.Duration) func(*core.Event) {
+	return func(e *core.Event) { e.EventTime = ago(d) }
+}
+
 func legacySource(e *core.Event) {
 	e.ReportingController = ""
 	e.Source.Component = "kubelet"
@@ -88,8 +93,10 @@ func legacySource(e *core.Event) {
 type write struct {
 	name   string
 	legacy bool // through core/v1 instead of events.k8s.io
-	old    *core.Event
-	new    *core.Event
+	// strictClock turns on the event policy's series.strictClock.
+	strictClock bool
+	old         *core.Event
+	new         *core.Event
 	// wantState is series.state after admission, for allowed writes.
 	wantState core.EventSeriesState
 	// wantCauses are the refusal's causes, "field: message", each matched
@@ -101,7 +108,9 @@ func runWrites(t *testing.T, tests []write) {
 	t.Helper()
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			plugin, err := NewPlugin(load.Default().Series, clocktesting.NewFakePassiveClock(now))
+			thresholds := load.Default().Series
+			thresholds.StrictClock = tc.strictClock
+			plugin, err := NewPlugin(thresholds, clocktesting.NewFakePassiveClock(now))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -190,6 +199,17 @@ func TestCreate(t *testing.T) {
 			wantState: finished,
 		},
 		{
+			name:      "series last observed before its eventTime",
+			new:       event(series(2, time.Minute, ""), eventTimeAgo(time.Second)),
+			wantState: ongoing,
+		},
+		{
+			name:        "strict clock: series last observed before its eventTime",
+			strictClock: true,
+			new:         event(series(2, time.Minute, ""), eventTimeAgo(time.Second)),
+			wantCauses:  []string{`series.lastObservedTime: Invalid value: "2026-05-01T11:59:00.000000Z": may not be before eventTime (2026-05-01T11:59:59.000000Z)`},
+		},
+		{
 			name:      "series last observed exactly finishAfter ago is still Ongoing",
 			new:       event(series(7, 6*time.Minute, "")),
 			wantState: ongoing,
@@ -244,6 +264,21 @@ func TestUpdateDrivenByClientGoRecorder(t *testing.T) {
 			wantState: ongoing,
 		},
 		{
+			// Kubernetes' Events conformance test patches a series last
+			// observed years ago onto a singleton, then updates its count.
+			name:      "singleton turned into a series last observed more than finishAfter ago",
+			old:       event(),
+			new:       event(series(2, 7*time.Minute, "")),
+			wantState: ongoing,
+		},
+		{
+			name:        "strict clock: singleton turned into a series last observed more than finishAfter ago",
+			strictClock: true,
+			old:         event(),
+			new:         event(series(2, 7*time.Minute, "")),
+			wantState:   finished,
+		},
+		{
 			name:      "heartbeat keeps the series Ongoing",
 			old:       event(series(2, 29*time.Minute, ongoing)),
 			new:       event(series(4242, 10*time.Second, ongoing)),
@@ -271,6 +306,20 @@ func TestUpdateDrivenByClientGoRecorder(t *testing.T) {
 			name:      "series re-created after the event expired, with the final count",
 			new:       event(series(424242, 7*time.Minute, "")),
 			wantState: finished,
+		},
+		{
+			name:        "strict clock: a series moved before its eventTime",
+			strictClock: true,
+			old:         event(series(2, time.Second, ongoing), eventTimeAgo(2*time.Second)),
+			new:         event(series(3, time.Minute, ongoing), eventTimeAgo(2*time.Second)),
+			wantCauses:  []string{`series.lastObservedTime: Invalid value: "2026-05-01T11:59:00.000000Z": may not be before eventTime (2026-05-01T11:59:58.000000Z)`},
+		},
+		{
+			name:        "strict clock: a metadata update of a series stored before its eventTime",
+			strictClock: true,
+			old:         event(series(2, time.Minute, ongoing), eventTimeAgo(time.Second)),
+			new:         event(series(2, time.Minute, ongoing), eventTimeAgo(time.Second), func(e *core.Event) { e.Labels = map[string]string{"team": "web"} }),
+			wantState:   ongoing,
 		},
 		{
 			name:      "reporter back after being marked Unknown",

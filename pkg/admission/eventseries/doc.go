@@ -34,7 +34,11 @@ limitations under the License.
 // within the rules. Otherwise the stored state is kept (Ongoing for a new
 // series); a write whose series.lastObservedTime is more than finishAfter
 // old when it arrives is the reporter's final write and makes the series
-// Finished; and a fresh write to an Unknown series makes it Ongoing again.
+// Finished, unless it turns a stored singleton into a series (the second
+// occurrence, sent as it happens; Kubernetes' conformance tests send one
+// observed years ago and update the series after) and the policy's clock
+// is not strict; and a fresh write to an Unknown series makes it Ongoing
+// again.
 // Any write to a series quiet for longer than finishAfter counts as its
 // final write: admission cannot tell a label-only patch from client-go's
 // identical final patch.
@@ -46,6 +50,13 @@ limitations under the License.
 // sweeper's write, told apart by the rule and not by who sends it, so a
 // client stating the same fact is obeyed too. Its refusal is a 422 Invalid
 // on series.state, like validation's.
+//
+// # Strict clock
+//
+// With the policy's series.strictClock, Validate also refuses a series last
+// observed before the event's eventTime (422 on series.lastObservedTime), a
+// rule Kubernetes does not have and its conformance tests break; and a
+// singleton turned into a series already quiet for finishAfter is Finished.
 //
 // # Configuration
 //

@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/kube-events/events-apiserver/pkg/apis/core"
@@ -33,7 +34,10 @@ import (
 // identity) is validation's: pkg/apis/core/validation, which every writer
 // meets.
 
-var seriesStatePath = field.NewPath("series", "state")
+var (
+	seriesStatePath        = field.NewPath("series", "state")
+	seriesLastObservedPath = field.NewPath("series", "lastObservedTime")
+)
 
 // clientSetState tells whether the client chose the series state itself. A
 // patch is merged onto the stored event before admission, so an unchanged
@@ -60,7 +64,29 @@ func defaultState(newEvent, oldEvent *core.Event, now time.Time, t eventpolicy.S
 	if oldEvent != nil && oldEvent.Series != nil {
 		stored = oldEvent.Series.State
 	}
-	series.State = t.StateOfWrite(series, stored, now)
+	fromSingleton := oldEvent != nil && oldEvent.Series == nil
+	series.State = t.StateOfWrite(series, stored, fromSingleton, now)
+}
+
+// validateStrictClock applies the strict clock's rule on a series' content
+// (series.lastObservedTime not before eventTime) to a write that sets it: a
+// new series, or a changed count or lastObservedTime, as validation checks
+// the rest of the content.
+func validateStrictClock(newEvent, oldEvent *core.Event, t eventpolicy.Series) field.ErrorList {
+	series := newEvent.Series
+	if !t.StrictClock || !eventpolicy.ObservedBeforeEventTime(newEvent) {
+		return nil
+	}
+	if oldEvent != nil && oldEvent.Series != nil && oldEvent.Series.Count == series.Count &&
+		oldEvent.Series.LastObservedTime.Truncate(time.Microsecond).Equal(series.LastObservedTime.Truncate(time.Microsecond)) {
+		return nil
+	}
+	return field.ErrorList{field.Invalid(seriesLastObservedPath, formatMicro(series.LastObservedTime),
+		fmt.Sprintf("may not be before eventTime (%s) (the event policy's series.strictClock)", formatMicro(newEvent.EventTime)))}
+}
+
+func formatMicro(t metav1.MicroTime) string {
+	return t.UTC().Format(metav1.RFC3339Micro)
 }
 
 // validateUnknown lets a series become Unknown (on create, or from Ongoing)

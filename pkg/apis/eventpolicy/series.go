@@ -41,16 +41,29 @@ func QuietFor(series *core.EventSeries, now time.Time, d time.Duration) bool {
 
 // StateOfWrite is the state a write of series that chose none gets, seen at
 // now, when the stored state was stored ("" for a new series, or when the
-// writer dropped it): a write last observed more than finishAfter ago is
-// the reporter's final write and finishes the series; a fresh write to an
-// Unknown series means its reporter is back, so it is Ongoing again;
+// writer dropped it); fromSingleton tells whether the write turns a stored
+// singleton into a series. A write last observed more than finishAfter ago
+// is the reporter's final write and finishes the series, unless it turns a
+// singleton into a series and the policy's clock is not strict: a reporter
+// sends the second occurrence as it happens (client-go's recorder does), so
+// an old lastObservedTime there is the reporter's clock, and Kubernetes'
+// conformance tests write one and update the series after. A fresh write to
+// an Unknown series means its reporter is back, so it is Ongoing again;
 // otherwise the stored state stays (Ongoing for a new series).
-func (s Series) StateOfWrite(series *core.EventSeries, stored core.EventSeriesState, now time.Time) core.EventSeriesState {
+func (s Series) StateOfWrite(series *core.EventSeries, stored core.EventSeriesState, fromSingleton bool, now time.Time) core.EventSeriesState {
 	switch {
-	case QuietFor(series, now, s.FinishAfter.Duration):
+	case QuietFor(series, now, s.FinishAfter.Duration) && (!fromSingleton || s.StrictClock):
 		return core.EventSeriesStateFinished
 	case stored == "" || stored == core.EventSeriesStateUnknown:
 		return core.EventSeriesStateOngoing
 	}
 	return stored
+}
+
+// ObservedBeforeEventTime is the strict clock's rule on a series' content:
+// its last occurrence may not be observed before the event's eventTime.
+// Kubernetes does not have it, and its conformance tests break it.
+func ObservedBeforeEventTime(event *core.Event) bool {
+	return event.Series != nil && !event.EventTime.IsZero() && !event.Series.LastObservedTime.IsZero() &&
+		event.Series.LastObservedTime.Truncate(time.Microsecond).Before(event.EventTime.Truncate(time.Microsecond))
 }

@@ -114,4 +114,10 @@ type Series struct {
 	HeartbeatSlack metav1.Duration
 	// SweepInterval is how often the sweeper looks for abandoned series.
 	SweepInterval metav1.Duration
+	// StrictClock adds the clock rules beyond Kubernetes' own, which
+	// Kubernetes' Events conformance tests break: a series' lastObservedTime
+	// may not be before the event's eventTime, and a write that turns a
+	// singleton into a series already quiet for longer than FinishAfter
+	// finishes it at once. Off, such a series is Ongoing.
+	StrictClock bool
 }

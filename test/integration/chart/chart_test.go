@@ -17,9 +17,13 @@ limitations under the License.
 // Package chart checks that the Helm chart charts/events-apiserver renders
 // the objects the kustomize overlays do: each overlay is built with the real
 // kubectl (kustomize) and the chart with the helm CLI pinned in
-// hack/tools/go.mod (`go tool helm`), and the two object sets must be equal,
-// object by object and field by field. Only kustomize's generated-name hash
-// on the ConfigMap events-apiserver-etcd is set aside.
+// hack/tools/go.mod (`go tool helm`), into the overlays' namespace, and the
+// two object sets must be equal, object by object and field by field. Only
+// kustomize's generated-name hash on the ConfigMap events-apiserver-etcd,
+// and the overlays' Namespace (the chart installs into the release
+// namespace, which it does not own), are set aside. It also checks the
+// chart's conventions: the release namespace, the etcd members' required
+// spread, and the PodDisruptionBudgets.
 //
 //	KUBEBUILDER_ASSETS="$(hack/envtest-assets.sh)" go test ./test/integration/chart/
 package chart
@@ -96,16 +100,26 @@ var helmBinary = sync.OnceValues(func() (string, error) {
 	return strings.TrimSpace(string(out)), nil
 })
 
-// helmTemplate renders the chart with the pinned helm, the values file
-// valuesFile (when not empty) and values (--set).
+// overlayNamespace is the namespace of the overlays' objects.
+const overlayNamespace = "events-apiserver"
+
+// helmTemplate renders the chart with the pinned helm, into the overlays'
+// namespace, with the values file valuesFile (when not empty) and values
+// (--set).
 func helmTemplate(t *testing.T, valuesFile string, values ...string) (string, error) {
+	t.Helper()
+	return helmTemplateIn(t, overlayNamespace, valuesFile, values...)
+}
+
+// helmTemplateIn is helmTemplate into the release namespace namespace.
+func helmTemplateIn(t *testing.T, namespace, valuesFile string, values ...string) (string, error) {
 	t.Helper()
 	helm, err := helmBinary()
 	if err != nil {
 		t.Fatal(err)
 	}
 	root := repoRoot(t)
-	args := []string{"template", "events-apiserver", filepath.Join(root, "charts", "events-apiserver")}
+	args := []string{"template", "events-apiserver", filepath.Join(root, "charts", "events-apiserver"), "--namespace", namespace}
 	if valuesFile != "" {
 		args = append(args, "--values", valuesFile)
 	}
@@ -289,6 +303,13 @@ components:
 				t.Fatal(err)
 			}
 			want, got := objects(t, built), objects(t, rendered)
+			// kubectl apply -k creates the namespace; helm installs into
+			// the release namespace, which it does not own.
+			for key, obj := range want {
+				if u := obj.(map[string]any); u["kind"] == "Namespace" && u["metadata"].(map[string]any)["name"] == overlayNamespace {
+					delete(want, key)
+				}
+			}
 			if diff := cmp.Diff(keys(want), keys(got)); diff != "" {
 				t.Errorf("objects (-kustomize +helm):\n%s", diff)
 			}
@@ -383,6 +404,7 @@ func TestChartRefuses(t *testing.T) {
 		{"an unknown history layout", []string{"history.layout=replicated"}, `history.layout "replicated": want single or cluster`},
 		{"a retention in days", []string{"history.retention=30d"}, `history.retention "30d": want whole hours`},
 		{"a retention under a day", []string{"history.retention=12h"}, "history.retention 12h: want at least 24h"},
+		{"an unknown etcd spread", []string{"etcd.whenUnsatisfiable=Never"}, `etcd.whenUnsatisfiable "Never": want DoNotSchedule or ScheduleAnyway`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

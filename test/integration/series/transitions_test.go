@@ -226,17 +226,6 @@ func invalidTransitions() []transition {
 				return []string{"series.count: Invalid value: 1: must be at least 2: an event observed once is a singleton and has no series"}
 			},
 		},
-		{
-			name: "new series last observed before its eventTime", kind: createWrite, gvr: eventsV1GVR,
-			object: func(namespace, name string, times seriesTimes) map[string]any {
-				times.lastObserved = times.eventTime.Add(-time.Second)
-				return seriesEvent(namespace, name, 2, times, "")
-			},
-			want: func(times seriesTimes) []string {
-				return []string{`series.lastObservedTime: Invalid value: "` + micro(times.eventTime.Add(-time.Second)) +
-					`": may not be before eventTime (` + micro(times.eventTime) + `)`}
-			},
-		},
 	}
 }
 

@@ -482,13 +482,13 @@ func TestValidateEventCreate(t *testing.T) {
 				)
 			},
 		},
-		func() createCase {
-			c := createCase{name: "series last observed before its eventTime", event: with(newStyleEvent(), seriesOf(2, metav1.NewMicroTime(eventTime.Add(-time.Second)), ""))}
-			c.legacy, c.strict = inAll(func(version) field.ErrorList {
-				return errs(field.Invalid(pathOf("series").Child("lastObservedTime"), "2026-03-01T09:59:59.123456Z", "may not be before eventTime (2026-03-01T10:00:00.123456Z)"))
-			})
-			return c
-		}(),
+		{
+			// The event policy's strict clock refuses it, not validation:
+			// Kubernetes' conformance tests write such series.
+			name:   "series last observed before its eventTime",
+			event:  with(newStyleEvent(), seriesOf(2, metav1.NewMicroTime(eventTime.Add(-time.Second)), "")),
+			legacy: none, strict: none,
+		},
 		{
 			name:   "series Ongoing",
 			event:  with(newStyleEvent(), seriesOf(2, lastObserved, core.EventSeriesStateOngoing)),
@@ -740,8 +740,7 @@ func TestValidateEventUpdate(t *testing.T) {
 				e.Series.LastObservedTime = metav1.NewMicroTime(eventTime.Add(-time.Second))
 			}}
 			c.legacy, c.strict = inAll(func(version) field.ErrorList {
-				return errs(field.Invalid(pathOf("series").Child("lastObservedTime"), "2026-03-01T09:59:59.123456Z", "may not be before eventTime (2026-03-01T10:00:00.123456Z)"),
-					field.Invalid(pathOf("series").Child("lastObservedTime"), "2026-03-01T09:59:59.123456Z", "may not move backwards (was 2026-03-01T10:05:00.123456Z)"))
+				return errs(field.Invalid(pathOf("series").Child("lastObservedTime"), "2026-03-01T09:59:59.123456Z", "may not move backwards (was 2026-03-01T10:05:00.123456Z)"))
 			})
 			return c
 		}(),

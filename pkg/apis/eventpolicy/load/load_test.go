@@ -82,6 +82,12 @@ func TestDecode(t *testing.T) {
 			}),
 			wantKind: "EventPolicy",
 		},
+		{
+			name:     "policy: the strict clock",
+			file:     policyHeader + "series: {strictClock: true}\n",
+			want:     with(func(p *eventpolicy.EventPolicy) { p.Series.StrictClock = true }),
+			wantKind: "EventPolicy",
+		},
 		{name: "policy: no limits", file: policyHeader + "limits: []\n", want: with(func(p *eventpolicy.EventPolicy) { p.Limits = []eventpolicy.Limit{} }), wantKind: "EventPolicy"},
 		{name: "policy: unknown field", file: policyHeader + "series: {finish: 1m}\n", wantErr: `unknown field "series.finish"`},
 
@@ -119,6 +125,12 @@ func TestDecode(t *testing.T) {
 
 		// EventSeriesConfiguration.
 		{name: "series header only: defaults", file: seriesHeader, want: defaults(), wantKind: "EventSeriesConfiguration"},
+		{
+			name:     "series: the strict clock",
+			file:     seriesHeader + "strictClock: true\n",
+			want:     with(func(p *eventpolicy.EventPolicy) { p.Series.StrictClock = true }),
+			wantKind: "EventSeriesConfiguration",
+		},
 		{
 			name: "custom values in YAML", file: seriesHeader + "finishAfter: 90s\nheartbeatInterval: 1h\nheartbeatSlack: 10m\n",
 			want: with(func(p *eventpolicy.EventPolicy) {

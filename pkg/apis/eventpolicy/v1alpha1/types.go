@@ -97,4 +97,10 @@ type Series struct {
 	// an abandoned series is marked Unknown at most this long after it
 	// crossed heartbeatInterval+heartbeatSlack (default 1m).
 	SweepInterval *metav1.Duration `json:"sweepInterval,omitempty"`
+	// StrictClock adds the clock rules beyond Kubernetes' own, which
+	// Kubernetes' Events conformance tests break (default false): a series'
+	// lastObservedTime may not be before the event's eventTime, and a write
+	// that turns a singleton into a series already quiet for longer than
+	// finishAfter finishes it at once.
+	StrictClock bool `json:"strictClock,omitempty"`
 }

@@ -193,6 +193,7 @@ func autoConvert_v1alpha1_Series_To_eventpolicy_Series(in *Series, out *eventpol
 	if err := v1.Convert_Pointer_v1_Duration_To_v1_Duration(&in.SweepInterval, &out.SweepInterval, s); err != nil {
 		return err
 	}
+	out.StrictClock = in.StrictClock
 	return nil
 }
 
@@ -214,6 +215,7 @@ func autoConvert_eventpolicy_Series_To_v1alpha1_Series(in *eventpolicy.Series, o
 	if err := v1.Convert_v1_Duration_To_Pointer_v1_Duration(&in.SweepInterval, &out.SweepInterval, s); err != nil {
 		return err
 	}
+	out.StrictClock = in.StrictClock
 	return nil
 }
 

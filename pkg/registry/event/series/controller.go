@@ -164,8 +164,9 @@ func (c *StateController) sync(ctx context.Context, key types.NamespacedName) er
 		return nil
 	}
 	updated := event.DeepCopy()
-	// The stored state is gone: judge the write alone.
-	updated.Series.State = c.thresholds.StateOfWrite(updated.Series, "", c.clock.Now())
+	// The stored state is gone: judge the write alone, as a write to a
+	// series already stored.
+	updated.Series.State = c.thresholds.StateOfWrite(updated.Series, "", false, c.clock.Now())
 	_, _, err = c.events.Update(ctx, key.Name, rest.DefaultUpdatedObjectInfo(updated),
 		rest.ValidateAllObjectFunc, rest.ValidateAllObjectUpdateFunc, false, &metav1.UpdateOptions{})
 	if apierrors.IsNotFound(err) {
