@@ -164,12 +164,13 @@ func (a *arena) newChunk(size int) (uint32, error) {
 		return ci, nil
 	}
 	a.chunks = append(a.chunks, c)
-	grown := make([][]byte, len(dir)+1, max(2*len(dir), 16))
-	copy(grown, dir)
+	var grown [][]byte
 	if cap(dir) > len(dir) {
 		// Appending in place writes past every reader's length.
 		grown = append(dir, buf)
 	} else {
+		grown = make([][]byte, len(dir)+1, max(2*len(dir), 16))
+		copy(grown, dir)
 		grown[len(dir)] = buf
 	}
 	a.dir.Store(&grown)
