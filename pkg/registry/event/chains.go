@@ -70,11 +70,11 @@ func SetChain(event *core.Event, chain ancestry.Chain) {
 // owners) or with a pending one is resolved again, as a new event is: the
 // resolver's cache makes asking again cheap.
 func (s Strategy) keepChain(ctx context.Context, event, old *core.Event) {
-	chain, ok := old.Annotations[ancestry.Annotation]
-	if _, pending := old.Annotations[ancestry.PendingAnnotation]; !ok || pending {
+	if ancestry.NeedsChain(old.Annotations) {
 		s.setChain(ctx, event)
 		return
 	}
+	chain := old.Annotations[ancestry.Annotation]
 	delete(event.Annotations, ancestry.PendingAnnotation)
 	if event.Annotations == nil {
 		event.Annotations = map[string]string{}
