@@ -53,12 +53,18 @@ const (
 	// ReasonUncached: a Lookup found an object the cache does not know;
 	// never counted.
 	ReasonUncached = "uncached"
+	// ReasonOtherNamespace: the event is about an object of another
+	// namespace than its own, which is not read on its writer's behalf.
+	ReasonOtherNamespace = "other_namespace"
+	// ReasonThrottled: the namespace of the event spent its share of the
+	// reads (Options.NamespaceQPS).
+	ReasonThrottled = "throttled"
 )
 
 var (
 	unresolvedTotal = metrics.NewCounterVec(&metrics.CounterOpts{
 		Namespace: metricsNamespace, Subsystem: metricsSubsystem, Name: "unresolved_total",
-		Help:           "Chains of controller owners that stopped short of the top, by reason (forbidden, not_found, replaced, no_kind, timeout, cycle, depth, invalid, error); the event keeps the part resolved, and those cut short by a timeout or an error are resolved again.",
+		Help:           "Chains of controller owners that stopped short of the top, by reason (forbidden, not_found, replaced, no_kind, timeout, cycle, depth, invalid, error, other_namespace, throttled); the event keeps the part resolved, and those cut short by a timeout, an error or the namespace's share of reads are resolved again.",
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"reason"})
 	objectReadsTotal = metrics.NewCounter(&metrics.CounterOpts{

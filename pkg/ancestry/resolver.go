@@ -34,6 +34,7 @@ import (
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
+	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/lru"
@@ -50,6 +51,10 @@ type Reference struct {
 	Namespace  string
 	Name       string
 	UID        types.UID
+	// OutOfScope is why the object is not to be read for the event that
+	// names it (ReasonOtherNamespace): its chain is empty, and nothing is
+	// read.
+	OutOfScope string
 }
 
 // Options tune a Resolver; a zero field takes its default.
@@ -79,6 +84,12 @@ type Options struct {
 	// default.
 	QPS   float32
 	Burst int
+	// NamespaceQPS and NamespaceBurst limit the reads made for the events
+	// of one namespace, so that no namespace takes the others' share: a
+	// fifth of QPS and Burst by default. A resolution past them is pending
+	// (ReasonThrottled) and resolved again later.
+	NamespaceQPS   float32
+	NamespaceBurst int
 }
 
 // Defaulted returns o with every zero field set to its default.
@@ -104,6 +115,12 @@ func (o Options) Defaulted() Options {
 	if o.Burst <= 0 {
 		o.Burst = 100
 	}
+	if o.NamespaceQPS <= 0 {
+		o.NamespaceQPS = o.QPS / 5
+	}
+	if o.NamespaceBurst <= 0 {
+		o.NamespaceBurst = max(1, o.Burst/5)
+	}
 	return o
 }
 
@@ -120,10 +137,15 @@ type Resolver struct {
 	options  Options
 	clock    clock.PassiveClock
 
-	// links holds, by object UID (or by name, for a reference without
-	// one: see cacheKey), what a read found: its controller or why it
-	// could not be read (until the link expires).
+	// links holds, by what was read (see cacheKey), what a read found:
+	// its controller or why it could not be read (until the link
+	// expires).
 	links *lru.Cache
+	// shares holds each namespace's rate limiter of reads
+	// (NamespaceQPS), least recently used first out.
+	shares *lru.Cache
+	// sharesLock serializes the get-or-add of a namespace's limiter.
+	sharesLock sync.Mutex
 	// reads joins concurrent reads of one object (the events of a
 	// ReplicaSet's new pods, which all ask for it).
 	reads singleflight.Group
@@ -177,6 +199,7 @@ func NewResolver(config *rest.Config, options Options) (*Resolver, error) {
 		options:  options,
 		clock:    clock.RealClock{},
 		links:    lru.New(options.CacheSize),
+		shares:   lru.New(options.CacheSize),
 	}, nil
 }
 
@@ -195,7 +218,7 @@ type Chain struct {
 // Retryable tells whether a chain that stopped short for reason may go
 // further when resolved again.
 func Retryable(reason string) bool {
-	return reason == ReasonTimeout || reason == ReasonError || reason == ReasonUncached
+	return reason == ReasonTimeout || reason == ReasonError || reason == ReasonUncached || reason == ReasonThrottled
 }
 
 // Resolve returns the chain of controller owners of the object ref names,
@@ -206,12 +229,17 @@ func (r *Resolver) Resolve(ctx context.Context, ref Reference) Chain {
 	if ref.Kind == "" || ref.Name == "" {
 		return Chain{}
 	}
+	if ref.OutOfScope != "" {
+		unresolvedTotal.WithLabelValues(ref.OutOfScope).Inc()
+		return Chain{}
+	}
 	start := r.clock.Now()
 	defer func() { resolveDuration.Observe(r.clock.Since(start).Seconds()) }()
 	ctx, cancel := context.WithTimeout(ctx, r.options.Timeout)
 	defer cancel()
 	logger := klog.FromContext(ctx)
-	chain, reason, err := r.walk(ref, func(o object) (link, error) { return r.controllerOf(ctx, o) })
+	share := r.shareOf(ref.Namespace)
+	chain, reason, err := r.walk(ref, func(o object) (link, error) { return r.controllerOf(ctx, share, o) })
 	if reason != "" {
 		unresolvedTotal.WithLabelValues(reason).Inc()
 		logger.V(4).Info("Chain of controller owners cut short", "regarding", klog.KRef(ref.Namespace, ref.Name),
@@ -226,7 +254,7 @@ func (r *Resolver) Resolve(ctx context.Context, ref Reference) Chain {
 // the cache does not know to the top is Pending (ReasonUncached). Lookups
 // are not counted in the metrics.
 func (r *Resolver) Lookup(ref Reference) Chain {
-	if ref.Kind == "" || ref.Name == "" {
+	if ref.Kind == "" || ref.Name == "" || ref.OutOfScope != "" {
 		return Chain{}
 	}
 	chain, reason, _ := r.walk(ref, func(o object) (link, error) {
@@ -296,9 +324,12 @@ func (r *Resolver) walk(ref Reference, controllerOf func(object) (link, error)) 
 // controllerOf returns what is known of o's controller: from the cache,
 // else from a read that concurrent callers share. The error, for the log,
 // is the read's when it failed (nil from the cache).
-func (r *Resolver) controllerOf(ctx context.Context, o object) (link, error) {
+func (r *Resolver) controllerOf(ctx context.Context, share flowcontrol.PassiveRateLimiter, o object) (link, error) {
 	if l, ok := r.cached(o.cacheKey()); ok {
 		return l, nil
+	}
+	if !share.TryAccept() {
+		return link{failure: ReasonThrottled}, nil
 	}
 	key := o.groupKind.String() + "/" + o.namespace + "/" + o.name + "/" + string(o.uid)
 	// The read runs under the first caller's budget; the others wait for
@@ -315,22 +346,37 @@ func (r *Resolver) controllerOf(ctx context.Context, o object) (link, error) {
 	}
 }
 
-// nameKey is the cache key of an object named without its UID.
-type nameKey struct {
-	groupKind       schema.GroupKind
-	namespace, name string
+// shareOf returns the rate limiter of the reads made for namespace's
+// events.
+func (r *Resolver) shareOf(namespace string) flowcontrol.PassiveRateLimiter {
+	r.sharesLock.Lock()
+	defer r.sharesLock.Unlock()
+	if l, ok := r.shares.Get(namespace); ok {
+		return l.(flowcontrol.PassiveRateLimiter)
+	}
+	l := flowcontrol.NewTokenBucketPassiveRateLimiterWithClock(r.options.NamespaceQPS, r.options.NamespaceBurst, r.clock)
+	r.shares.Add(namespace, l)
+	return l
 }
 
-// cacheKey is o's key in the cache: the UID it names, else its name.
-func (o object) cacheKey() any {
-	if o.uid != "" {
-		return o.uid
-	}
-	return nameKey{groupKind: o.groupKind, namespace: o.namespace, name: o.name}
+// cacheKey is what a link is cached by: the object asked for (kind,
+// namespace, name) and the UID the read found it with, "" for an object
+// asked for by name alone. A reference only hits what the server read of
+// that very object: a UID a client names does not make another object's
+// link its own.
+type cacheKey struct {
+	groupKind       schema.GroupKind
+	namespace, name string
+	uid             types.UID
+}
+
+// cacheKey is o's key in the cache.
+func (o object) cacheKey() cacheKey {
+	return cacheKey{groupKind: o.groupKind, namespace: o.namespace, name: o.name, uid: o.uid}
 }
 
 // cached returns the unexpired link of key.
-func (r *Resolver) cached(key any) (link, bool) {
+func (r *Resolver) cached(key cacheKey) (link, bool) {
 	v, ok := r.links.Get(key)
 	if !ok {
 		return link{}, false
@@ -344,17 +390,18 @@ func (r *Resolver) cached(key any) (link, bool) {
 }
 
 // read reads o's metadata and caches what it found: the controller of the
-// object read, by its UID (and briefly by name, when o names no UID), and
-// a failure by o's key. A timeout is not cached: it says more of the
-// budget left than of the object; another failure that may pass
-// (kube-apiserver unreachable) only for retryableTTL, so that the events
-// written meanwhile share one read and a chain resolved again after
-// kube-apiserver is back is read.
+// object read, by o's kind, namespace and name and the UID it has (and
+// briefly without the UID, when o names none), and a failure by o's key. A
+// timeout is not cached: it says more of the budget left than of the
+// object; another failure that may pass (kube-apiserver unreachable), or
+// any failure of an object named with a UID (which the writer chose), only
+// for retryableTTL, so that the events written meanwhile share one read
+// and a chain resolved again after kube-apiserver is back is read.
 func (r *Resolver) read(ctx context.Context, o object) (link, error) {
 	now := r.clock.Now()
 	fail := func(reason string, err error) (link, error) {
 		ttl := r.options.NegativeTTL
-		if Retryable(reason) {
+		if Retryable(reason) || o.uid != "" {
 			ttl = min(ttl, retryableTTL)
 		}
 		l := link{failure: reason, expires: now.Add(ttl)}
@@ -377,7 +424,9 @@ func (r *Resolver) read(ctx context.Context, o object) (link, error) {
 		return fail(reasonOf(ctx, err), err)
 	}
 	read := link{controller: metav1.GetControllerOfNoCopy(m), namespace: m.Namespace, expires: now.Add(r.options.CacheTTL)}
-	r.links.Add(m.UID, read)
+	found := o.cacheKey()
+	found.uid = m.UID
+	r.links.Add(found, read)
 	if o.uid == "" {
 		byName := read
 		byName.expires = now.Add(r.options.NegativeTTL)

@@ -22,7 +22,6 @@ import (
 	"sync"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -34,6 +33,8 @@ import (
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/tools/record/util"
 	"k8s.io/klog/v2"
+
+	"github.com/kube-events/events-apiserver/pkg/recorder/seriesid"
 )
 
 // Broadcaster turns the occurrences its recorders report into event
@@ -47,13 +48,13 @@ type Broadcaster struct {
 	watchers *watch.Broadcaster
 
 	mu             sync.Mutex
-	series         map[seriesKey]*entry // live events by isomorphic key
-	queue          []*entry             // events with a write waiting, oldest first; at most opts.BufferSize
-	identities     map[identity]bool    // recorders' identities; true once restored
-	restores       []identity           // identities still to restore, in order
-	lastName       int64                // last time suffix given to an event name
-	delays         wait.Backoff         // delays after consecutive failed calls; reset by a success
-	drops          int                  // drops not logged yet
+	series         map[seriesid.Key]*entry // live events by isomorphic key
+	queue          []*entry                // events with a write waiting, oldest first; at most opts.BufferSize
+	identities     map[identity]bool       // recorders' identities; true once restored
+	restores       []identity              // identities still to restore, in order
+	lastName       int64                   // last time suffix given to an event name
+	delays         wait.Backoff            // delays after consecutive failed calls; reset by a success
+	drops          int                     // drops not logged yet
 	lastDropReason string
 	lastDropAt     time.Time // when a drop was last logged
 	logger         klog.Logger
@@ -72,30 +73,10 @@ type identity struct {
 	controller, instance string
 }
 
-// seriesKey is what makes two occurrences isomorphic, as in client-go's
-// recorder and the proposal.
-type seriesKey struct {
-	eventType, action, reason string
-	identity                  identity
-	regarding, related        corev1.ObjectReference
-}
-
-func keyOf(event *eventsv1.Event) seriesKey {
-	key := seriesKey{
-		eventType: event.Type, action: event.Action, reason: event.Reason,
-		identity:  identity{controller: event.ReportingController, instance: event.ReportingInstance},
-		regarding: event.Regarding,
-	}
-	if event.Related != nil {
-		key.related = *event.Related
-	}
-	return key
-}
-
 // entry is one event on (or on its way to) the server and what is known
 // of its series locally.
 type entry struct {
-	key          seriesKey
+	key          seriesid.Key
 	event        *eventsv1.Event // the first occurrence: name, namespace, note, eventTime
 	count        int32           // occurrences so far; 1 is a singleton
 	lastObserved time.Time
@@ -148,7 +129,7 @@ func NewBroadcaster(client typedeventsv1.EventsV1Interface, opts Options) *Broad
 		delays:     opts.backoff(),
 		client:     client.RESTClient(),
 		watchers:   watch.NewBroadcaster(defaultBufferSize, watch.DropIfChannelFull),
-		series:     map[seriesKey]*entry{},
+		series:     map[seriesid.Key]*entry{},
 		identities: map[identity]bool{},
 		logger:     klog.Background(),
 		wake:       make(chan struct{}, 1),
@@ -298,7 +279,7 @@ func (b *Broadcaster) StartStructuredLogging(verbosity klog.Level) func() {
 // observe counts one occurrence: a new event, the start of a series, or
 // nothing but a local count.
 func (b *Broadcaster) observe(event *eventsv1.Event) {
-	key := keyOf(event)
+	key := seriesid.OfEventsV1(event)
 	b.mu.Lock()
 	now := b.opts.Clock.Now()
 	e := b.series[key]

@@ -26,6 +26,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+
+	"github.com/kube-events/events-apiserver/pkg/recorder/seriesid"
 )
 
 // storedEvent is an events.k8s.io/v1 Event as listed, with series.state,
@@ -147,7 +149,7 @@ func (b *Broadcaster) list(ctx context.Context, fieldSelector string) ([]storedE
 // continued event's count instead of creating a new event.
 func (b *Broadcaster) adoptLocked(stored []storedEvent) {
 	now := b.opts.Clock.Now()
-	newest := map[seriesKey]*entry{}
+	newest := map[seriesid.Key]*entry{}
 	for i := range stored {
 		s := &stored[i]
 		if s.Series != nil && s.Series.State == stateFinished {
@@ -160,7 +162,7 @@ func (b *Broadcaster) adoptLocked(stored []storedEvent) {
 			e.lastObserved = s.Series.LastObservedTime.Time
 			event.Series = &eventsv1.EventSeries{Count: s.Series.Count, LastObservedTime: s.Series.LastObservedTime}
 		}
-		e.key = keyOf(event)
+		e.key = seriesid.OfEventsV1(event)
 		if now.Sub(e.lastObserved) >= b.opts.FinishAfter {
 			b.endLocked(e) // ended while nobody recorded it
 			continue

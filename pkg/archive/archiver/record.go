@@ -70,12 +70,11 @@ type ChainLookup interface {
 // given its chain (see pkg/registry/event/chains). It tells whether it
 // changed event.
 func withCachedChain(event *core.Event, chains ChainLookup) bool {
-	_, pending := event.Annotations[ancestry.PendingAnnotation]
-	if _, stored := event.Annotations[ancestry.Annotation]; stored && !pending {
+	if !ancestry.NeedsChain(event.Annotations) {
 		return false
 	}
 	chain := chains.Lookup(eventregistry.RegardingReference(event))
-	if chain.Pending != "" || (len(chain.Ancestors) == 0 && !pending) {
+	if chain.Pending != "" || (len(chain.Ancestors) == 0 && !ancestry.IsPending(event.Annotations)) {
 		return false
 	}
 	eventregistry.SetChain(event, chain)

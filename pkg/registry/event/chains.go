@@ -37,8 +37,20 @@ type ChainResolver interface {
 // is dropped; the chain is absent when it is empty or there is no
 // resolver.
 func (s Strategy) setChain(ctx context.Context, event *core.Event) {
+	stripChain(event)
+	s.ResolveChain(ctx, event)
+}
+
+// stripChain drops what a client sent in the annotations the server owns.
+func stripChain(event *core.Event) {
 	delete(event.Annotations, ancestry.Annotation)
 	delete(event.Annotations, ancestry.PendingAnnotation)
+}
+
+// ResolveChain sets a new event's chain to what the resolver finds; the
+// store calls it once the create passed validation and admission, so that
+// a refused create costs no read. Nothing without a resolver.
+func (s Strategy) ResolveChain(ctx context.Context, event *core.Event) {
 	if s.chains == nil {
 		return
 	}
@@ -70,11 +82,11 @@ func SetChain(event *core.Event, chain ancestry.Chain) {
 // owners) or with a pending one is resolved again, as a new event is: the
 // resolver's cache makes asking again cheap.
 func (s Strategy) keepChain(ctx context.Context, event, old *core.Event) {
-	chain, ok := old.Annotations[ancestry.Annotation]
-	if _, pending := old.Annotations[ancestry.PendingAnnotation]; !ok || pending {
+	if ancestry.NeedsChain(old.Annotations) {
 		s.setChain(ctx, event)
 		return
 	}
+	chain := old.Annotations[ancestry.Annotation]
 	delete(event.Annotations, ancestry.PendingAnnotation)
 	if event.Annotations == nil {
 		event.Annotations = map[string]string{}
@@ -84,18 +96,25 @@ func (s Strategy) keepChain(ctx context.Context, event, old *core.Event) {
 
 // RegardingReference is what the resolver needs of the object event is
 // about. A namespaced object's events are in its namespace, which a
-// reference that leaves it out means.
+// reference that leaves it out means. An object of another namespace is
+// out of scope: its chain is not read on behalf of a writer who may write
+// events only in its own (kube-apiserver's validation lets such an event
+// through when it has an eventTime, and so does this server's).
 func RegardingReference(event *core.Event) ancestry.Reference {
 	regarding := event.InvolvedObject
-	namespace := regarding.Namespace
-	if namespace == "" {
-		namespace = event.Namespace
-	}
-	return ancestry.Reference{
+	ref := ancestry.Reference{
 		APIVersion: regarding.APIVersion,
 		Kind:       regarding.Kind,
-		Namespace:  namespace,
+		Namespace:  regarding.Namespace,
 		Name:       regarding.Name,
 		UID:        regarding.UID,
 	}
+	switch ref.Namespace {
+	case "":
+		ref.Namespace = event.Namespace
+	case event.Namespace:
+	default:
+		ref.OutOfScope = ancestry.ReasonOtherNamespace
+	}
+	return ref
 }

@@ -37,6 +37,9 @@ type knownChains struct {
 
 func (k *knownChains) Resolve(_ context.Context, regarding ancestry.Reference) ancestry.Chain {
 	k.asked = append(k.asked, regarding)
+	if regarding.OutOfScope != "" {
+		return ancestry.Chain{} // as the Resolver: nothing read
+	}
 	return k.chains[regarding.Name]
 }
 
@@ -60,26 +63,32 @@ func eventAbout(name string, annotations map[string]string) *core.Event {
 	}
 }
 
-func TestPrepareForCreateSetsTheResolvedChain(t *testing.T) {
+// TestCreateSetsTheResolvedChain: the strategy drops the chain a client
+// sends (PrepareForCreate); the store then resolves it (ResolveChain).
+func TestCreateSetsTheResolvedChain(t *testing.T) {
 	for _, tc := range []struct {
 		name        string
 		resolver    bool
 		regarding   string
 		annotations map[string]string
 		want        map[string]string
+		// namespace is the regarding object's, "" for the event's
+		namespace string
 	}{
-		{"resolved", true, "web-7d4f9-a", nil, map[string]string{ancestry.Annotation: ancestry.Encode(webChain)}},
+		{"resolved", true, "web-7d4f9-a", nil, map[string]string{ancestry.Annotation: ancestry.Encode(webChain)}, ""},
 		{"resolved replaces what the client sent", true, "web-7d4f9-a",
 			map[string]string{ancestry.Annotation: sentChain, "team": "a"},
-			map[string]string{ancestry.Annotation: ancestry.Encode(webChain), "team": "a"}},
-		{"no chain drops what the client sent", true, "lonely", map[string]string{ancestry.Annotation: sentChain}, map[string]string{}},
-		{"no chain, no annotations", true, "lonely", nil, nil},
+			map[string]string{ancestry.Annotation: ancestry.Encode(webChain), "team": "a"}, ""},
+		{"no chain drops what the client sent", true, "lonely", map[string]string{ancestry.Annotation: sentChain}, map[string]string{}, ""},
+		{"no chain, no annotations", true, "lonely", nil, nil, ""},
 		{"stopped short, marked pending", true, "cut-5f6-a", nil,
-			map[string]string{ancestry.Annotation: ancestry.Encode(webChain[:1]), ancestry.PendingAnnotation: ancestry.ReasonTimeout}},
+			map[string]string{ancestry.Annotation: ancestry.Encode(webChain[:1]), ancestry.PendingAnnotation: ancestry.ReasonTimeout}, ""},
 		{"resolved drops a pending mark the client sent", true, "web-7d4f9-a", map[string]string{ancestry.PendingAnnotation: "timeout"},
-			map[string]string{ancestry.Annotation: ancestry.Encode(webChain)}},
+			map[string]string{ancestry.Annotation: ancestry.Encode(webChain)}, ""},
 		{"standalone drops what the client sent", false, "web-7d4f9-a",
-			map[string]string{ancestry.Annotation: sentChain, "team": "a"}, map[string]string{"team": "a"}},
+			map[string]string{ancestry.Annotation: sentChain, "team": "a"}, map[string]string{"team": "a"}, ""},
+		{"the event's own namespace named", true, "web-7d4f9-a", nil, map[string]string{ancestry.Annotation: ancestry.Encode(webChain)}, "shop"},
+		{"another namespace's object gets no chain", true, "web-7d4f9-a", map[string]string{ancestry.Annotation: sentChain}, map[string]string{}, "db"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			strategy := NewStrategy(nil)
@@ -88,7 +97,9 @@ func TestPrepareForCreateSetsTheResolvedChain(t *testing.T) {
 				strategy = strategy.WithChainResolver(chains)
 			}
 			event := eventAbout(tc.regarding, tc.annotations)
+			event.InvolvedObject.Namespace = tc.namespace
 			strategy.PrepareForCreate(context.Background(), event)
+			strategy.ResolveChain(context.Background(), event)
 			if diff := cmp.Diff(tc.want, event.Annotations); diff != "" {
 				t.Errorf("annotations (-want +got):\n%s", diff)
 			}
@@ -96,6 +107,9 @@ func TestPrepareForCreateSetsTheResolvedChain(t *testing.T) {
 			if tc.resolver {
 				// The reference leaves the namespace out: the event's it is.
 				wantAsked = []ancestry.Reference{{APIVersion: "v1", Kind: "Pod", Namespace: "shop", Name: tc.regarding, UID: event.InvolvedObject.UID}}
+				if tc.namespace != "" && tc.namespace != "shop" {
+					wantAsked[0].Namespace, wantAsked[0].OutOfScope = tc.namespace, ancestry.ReasonOtherNamespace
+				}
 			}
 			if diff := cmp.Diff(wantAsked, chains.asked); diff != "" {
 				t.Errorf("resolved (-want +got):\n%s", diff)

@@ -78,11 +78,12 @@ func (s Strategy) WithChainResolver(chains ChainResolver) Strategy {
 // no spec/status split, and the server-owned metadata is set by the generic
 // registry), except for the managed fields of plain writes (see
 // keepAppliedFields) and the chain of controller owners, which the server
-// resolves (see setChain).
-func (s Strategy) PrepareForCreate(ctx context.Context, obj runtime.Object) {
+// owns: what the client sent in it is dropped, and the store resolves it
+// once the create passed validation and admission (ResolveChain).
+func (s Strategy) PrepareForCreate(_ context.Context, obj runtime.Object) {
 	event := obj.(*core.Event)
 	keepAppliedFields(event)
-	s.setChain(ctx, event)
+	stripChain(event)
 }
 
 // PrepareForUpdate keeps the stored series state when an update of a

@@ -546,3 +546,76 @@ func userWithClusterRole(t *testing.T, w *workloads, role *rbacv1.ClusterRole) *
 	}
 	return config
 }
+
+// TestClaimedUIDsHitOnlyWhatWasRead: the cache answers a reference only
+// with what the server read of that very object (kind, namespace, name and
+// UID), so a writer who names another object's UID beside a name of its
+// own learns nothing of that object's owners; and an event's object of
+// another namespace is not read at all.
+func TestClaimedUIDsHitOnlyWhatWasRead(t *testing.T) {
+	w := newWorkloads(t)
+	d := w.deployment("web")
+	rs := w.replicaSet("web-7d4f9", controlledBy(d, deploymentKind))
+	p := w.pod("web-7d4f9-a", controlledBy(rs, replicaSetKind))
+	r := newResolver(t, adminConfig, ancestry.Options{})
+	expectChain(t, r, podRef(p), []ancestry.Ancestor{ancestor("ReplicaSet", rs), ancestor("Deployment", d)})
+
+	for _, tc := range []struct {
+		name       string
+		ref        ancestry.Reference
+		unresolved map[string]float64
+		reads      float64
+	}{
+		{
+			name:       "another name with the pod's UID",
+			ref:        ancestry.Reference{APIVersion: "v1", Kind: "Pod", Namespace: w.namespace, Name: "claims-web", UID: p.UID},
+			unresolved: map[string]float64{ancestry.ReasonNotFound: 1},
+			reads:      1,
+		},
+		{
+			name:       "another namespace's name with the pod's UID",
+			ref:        ancestry.Reference{APIVersion: "v1", Kind: "Pod", Namespace: "default", Name: p.Name, UID: p.UID},
+			unresolved: map[string]float64{ancestry.ReasonNotFound: 1},
+			reads:      1,
+		},
+		{
+			name:  "the pod, from an event of another namespace",
+			ref:   ancestry.Reference{APIVersion: "v1", Kind: "Pod", Namespace: w.namespace, Name: p.Name, UID: p.UID, OutOfScope: ancestry.ReasonOtherNamespace},
+			reads: 0,
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := snapshot(t)
+			expectChain(t, r, tc.ref, nil)
+			expectCounts(t, before, tc.unresolved, tc.reads)
+		})
+	}
+}
+
+// TestNamespacesShareTheReads: the reads made for one namespace's events
+// are bounded (NamespaceQPS, NamespaceBurst): past its share, a chain is
+// pending (throttled), to be resolved again, while another namespace's
+// events are still read for.
+func TestNamespacesShareTheReads(t *testing.T) {
+	busy := newWorkloads(t)
+	first, second := busy.pod("storm-a", nil), busy.pod("storm-b", nil)
+	// Another namespace's pod (newWorkloads makes one namespace a test).
+	other := first.DeepCopy()
+	other.Namespace, other.Name, other.UID = "default", "calm-"+busy.namespace, "uid-calm"
+	other.ResourceVersion = ""
+	created, err := busy.client.CoreV1().Pods(other.Namespace).Create(busy.ctx, other, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = busy.client.CoreV1().Pods(other.Namespace).Delete(context.WithoutCancel(busy.ctx), other.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
+	})
+	other = created
+	r := newResolver(t, adminConfig, ancestry.Options{NamespaceQPS: 0.001, NamespaceBurst: 1})
+
+	expectResolution(t, r.Resolve(t.Context(), podRef(first)), podRef(first), ancestry.Chain{})
+	expectResolution(t, r.Resolve(t.Context(), podRef(second)), podRef(second), ancestry.Chain{Pending: ancestry.ReasonThrottled})
+	expectResolution(t, r.Resolve(t.Context(), podRef(other)), podRef(other), ancestry.Chain{})
+	// What was read is answered from the cache, share or not.
+	expectResolution(t, r.Resolve(t.Context(), podRef(first)), podRef(first), ancestry.Chain{})
+}

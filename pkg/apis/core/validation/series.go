@@ -24,6 +24,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/kube-events/events-apiserver/pkg/apis/core"
+	"github.com/kube-events/events-apiserver/pkg/recorder/seriesid"
 )
 
 // The series state machine, which every write meets whoever makes it (a
@@ -138,21 +139,54 @@ func validateSeriesTransition(newSeries, oldSeries *core.EventSeries) field.Erro
 	return allErrs
 }
 
-// validateSeriesIdentity refuses changes to what makes events isomorphic,
-// naming the fields as r's version does.
+// SeriesKey is the identity of event's series (see seriesid.Key): the one
+// that validation, folding and the recorder share.
+func SeriesKey(event *core.Event) seriesid.Key {
+	key := seriesid.Key{
+		Namespace:           event.Namespace,
+		Regarding:           seriesReference(event.InvolvedObject),
+		Action:              event.Action,
+		Reason:              event.Reason,
+		Type:                event.Type,
+		ReportingController: seriesid.ReportingController(event.ReportingController, event.Source.Component),
+		ReportingInstance:   event.ReportingInstance,
+	}
+	if event.Related != nil {
+		key.Related = seriesReference(*event.Related)
+	}
+	return key
+}
+
+func seriesReference(ref core.ObjectReference) seriesid.Reference {
+	return seriesid.Reference{
+		Kind:            ref.Kind,
+		Namespace:       ref.Namespace,
+		Name:            ref.Name,
+		UID:             string(ref.UID),
+		APIVersion:      ref.APIVersion,
+		ResourceVersion: ref.ResourceVersion,
+		FieldPath:       ref.FieldPath,
+	}
+}
+
+// validateSeriesIdentity refuses changes to what makes events isomorphic
+// (SeriesKey), naming the fields as r's version does.
 func validateSeriesIdentity(newEvent, oldEvent *core.Event, r rules) field.ErrorList {
-	allErrs := validateReferenceIdentity(newEvent.InvolvedObject, oldEvent.InvolvedObject, r.regarding)
+	newKey, oldKey := SeriesKey(newEvent), SeriesKey(oldEvent)
+	if newKey == oldKey {
+		return nil
+	}
+	allErrs := validateReferenceIdentity(newKey.Regarding, oldKey.Regarding, r.regarding)
 
 	relatedPath := field.NewPath("related")
-	newRelated, oldRelated := derefReference(newEvent.Related), derefReference(oldEvent.Related)
 	switch {
-	case newRelated == oldRelated:
-	case newRelated == core.ObjectReference{}:
+	case newKey.Related == oldKey.Related:
+	case newKey.Related == seriesid.Reference{}:
 		allErrs = append(allErrs, field.Required(relatedPath, "may not be removed: "+SeriesIdentityDetail))
-	case oldRelated == core.ObjectReference{}:
+	case oldKey.Related == seriesid.Reference{}:
 		allErrs = append(allErrs, field.Forbidden(relatedPath, "may not be added: "+SeriesIdentityDetail))
 	default:
-		allErrs = append(allErrs, validateReferenceIdentity(newRelated, oldRelated, relatedPath)...)
+		allErrs = append(allErrs, validateReferenceIdentity(newKey.Related, oldKey.Related, relatedPath)...)
 	}
 
 	// The effective reporting controller is named by the field it comes
@@ -165,11 +199,12 @@ func validateSeriesIdentity(newEvent, oldEvent *core.Event, r rules) field.Error
 		path     *field.Path
 		new, old string
 	}{
-		{field.NewPath("action"), newEvent.Action, oldEvent.Action},
-		{field.NewPath("reason"), newEvent.Reason, oldEvent.Reason},
-		{reportingControllerPath, effectiveReportingController(newEvent), effectiveReportingController(oldEvent)},
-		{field.NewPath("reportingInstance"), newEvent.ReportingInstance, oldEvent.ReportingInstance},
-		{field.NewPath("type"), newEvent.Type, oldEvent.Type},
+		{field.NewPath("metadata", "namespace"), newKey.Namespace, oldKey.Namespace},
+		{field.NewPath("action"), newKey.Action, oldKey.Action},
+		{field.NewPath("reason"), newKey.Reason, oldKey.Reason},
+		{reportingControllerPath, newKey.ReportingController, oldKey.ReportingController},
+		{field.NewPath("reportingInstance"), newKey.ReportingInstance, oldKey.ReportingInstance},
+		{field.NewPath("type"), newKey.Type, oldKey.Type},
 	} {
 		if f.new != f.old {
 			allErrs = append(allErrs, field.Invalid(f.path, f.new, SeriesIdentityDetail))
@@ -178,7 +213,7 @@ func validateSeriesIdentity(newEvent, oldEvent *core.Event, r rules) field.Error
 	return allErrs
 }
 
-func validateReferenceIdentity(newRef, oldRef core.ObjectReference, path *field.Path) field.ErrorList {
+func validateReferenceIdentity(newRef, oldRef seriesid.Reference, path *field.Path) field.ErrorList {
 	var allErrs field.ErrorList
 	for _, f := range []struct {
 		name     string
@@ -187,7 +222,7 @@ func validateReferenceIdentity(newRef, oldRef core.ObjectReference, path *field.
 		{"kind", newRef.Kind, oldRef.Kind},
 		{"namespace", newRef.Namespace, oldRef.Namespace},
 		{"name", newRef.Name, oldRef.Name},
-		{"uid", string(newRef.UID), string(oldRef.UID)},
+		{"uid", newRef.UID, oldRef.UID},
 		{"apiVersion", newRef.APIVersion, oldRef.APIVersion},
 		{"resourceVersion", newRef.ResourceVersion, oldRef.ResourceVersion},
 		{"fieldPath", newRef.FieldPath, oldRef.FieldPath},
@@ -197,15 +232,6 @@ func validateReferenceIdentity(newRef, oldRef core.ObjectReference, path *field.
 		}
 	}
 	return allErrs
-}
-
-// derefReference reads an absent related object as the zero reference, as
-// client-go's recorder does when it keys isomorphic events.
-func derefReference(ref *core.ObjectReference) core.ObjectReference {
-	if ref == nil {
-		return core.ObjectReference{}
-	}
-	return *ref
 }
 
 // isKnownSeriesState tells whether state is unset or one of the states.

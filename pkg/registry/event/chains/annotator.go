@@ -234,9 +234,7 @@ func (a *Annotator) consider(ctx context.Context, kv *mvccpb.KeyValue, queue wor
 
 // wants tells whether event is one to give a chain.
 func (a *Annotator) wants(event *core.Event) bool {
-	_, pending := event.Annotations[ancestry.PendingAnnotation]
-	_, chain := event.Annotations[ancestry.Annotation]
-	return pending || (!chain && a.cfg.Unannotated)
+	return ancestry.NeedsChain(event.Annotations) && (a.cfg.Unannotated || ancestry.IsPending(event.Annotations))
 }
 
 // pendingKey is the ancestry.PendingAnnotation's key as it is in a stored
@@ -290,9 +288,7 @@ func (a *Annotator) annotate(ctx context.Context, next item) error {
 	if !ok {
 		return fmt.Errorf("getting event %s returned %T", next.event, obj)
 	}
-	_, pending := event.Annotations[ancestry.PendingAnnotation]
-	_, stored := event.Annotations[ancestry.Annotation]
-	if !pending && (stored || len(chain.Ancestors) == 0) {
+	if !ancestry.NeedsChain(event.Annotations) || (!ancestry.IsPending(event.Annotations) && len(chain.Ancestors) == 0) {
 		return nil
 	}
 	_, _, err = a.cfg.Events.Update(ctx, next.event.Name, rest.DefaultUpdatedObjectInfo(event),

@@ -38,40 +38,24 @@ import (
 	"k8s.io/utils/lru"
 
 	"github.com/kube-events/events-apiserver/pkg/apis/core"
+	corevalidation "github.com/kube-events/events-apiserver/pkg/apis/core/validation"
 	"github.com/kube-events/events-apiserver/pkg/apis/eventpolicy"
 	"github.com/kube-events/events-apiserver/pkg/apis/eventpolicy/validation"
+	"github.com/kube-events/events-apiserver/pkg/recorder/seriesid"
 	eventregistry "github.com/kube-events/events-apiserver/pkg/registry/event"
 )
 
-// seriesKey is what makes events isomorphic (one series): the same
-// namespace, regarding, related, action, reason, reporter and type.
+// seriesKey is what the folder joins creates by: one series (see
+// validation.SeriesKey) written by one user, so that a create never
+// changes an event another user wrote.
 type seriesKey struct {
-	namespace           string
-	regarding           core.ObjectReference
-	related             core.ObjectReference
-	action, reason      string
-	reportingController string
-	reportingInstance   string
-	source              core.EventSource
-	eventType           string
+	series seriesid.Key
+	user   string
 }
 
-func seriesKeyOf(e *core.Event) seriesKey {
-	key := seriesKey{
-		namespace:           e.Namespace,
-		regarding:           e.InvolvedObject,
-		action:              e.Action,
-		reason:              e.Reason,
-		reportingController: e.ReportingController,
-		reportingInstance:   e.ReportingInstance,
-		source:              e.Source,
-		eventType:           e.Type,
-	}
-	if e.Related != nil {
-		key.related = *e.Related
-	}
-	return key
-}
+// seriesKeyOf is the key of event's series, as validation and the
+// recorder have it.
+func seriesKeyOf(e *core.Event) seriesid.Key { return corevalidation.SeriesKey(e) }
 
 // foldedSeries is what the folder knows of one series.
 type foldedSeries struct {
@@ -100,6 +84,9 @@ type foldedSeries struct {
 // their number and the last of their times. done is closed once the write
 // ended, with the event as it stored it or its error.
 type foldBatch struct {
+	// first is the batch's first create as sent: stored in place of the
+	// live event if that is gone (deleted or expired).
+	first       *core.Event
 	occurrences int32
 	last        time.Time
 	done        chan struct{}
@@ -207,7 +194,7 @@ func (f *Folder) create(ctx context.Context, event *core.Event, out runtime.Obje
 		return fmt.Errorf("folding into %T, not an event", out)
 	}
 	now := f.clock.Now()
-	s := f.seriesFor(seriesKeyOf(event))
+	s := f.seriesFor(seriesKey{series: seriesKeyOf(event), user: userOf(ctx)})
 
 	s.mu.Lock()
 	if now.Sub(s.lastCreate) > f.config.Window.Duration || s.finished {
@@ -232,7 +219,7 @@ func (f *Folder) create(ctx context.Context, event *core.Event, out runtime.Obje
 	}
 	b := s.batch
 	if b == nil {
-		b = &foldBatch{done: make(chan struct{})}
+		b = &foldBatch{first: event.DeepCopy(), done: make(chan struct{})}
 		s.batch = b
 	}
 	b.occurrences++
@@ -302,7 +289,7 @@ func (f *Folder) writeBatch(s *foldedSeries) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), foldWriteTimeout)
 	defer cancel()
-	stored, err := f.write(ctx, live, b.occurrences, b.last)
+	stored, finished, err := f.write(ctx, live, b)
 	if err == nil {
 		foldWritesTotal.WithLabelValues("written").Inc()
 	} else {
@@ -314,11 +301,9 @@ func (f *Folder) writeBatch(s *foldedSeries) {
 
 	s.mu.Lock()
 	if err == nil {
-		if stored.Name != live.Name {
-			// The live event was finished: the occurrences went to a
-			// new event, and later creates start a new burst.
-			s.finished = true
-		}
+		// The live event was finished: the occurrences went to a new
+		// event, and later creates start a new burst.
+		s.finished = finished
 		s.live = stored
 	}
 	s.armed = false
@@ -374,31 +359,50 @@ func addOccurrences(e *core.Event, n int32, last time.Time) {
 // errSeriesFinished says that the live event's series was finished meanwhile.
 var errSeriesFinished = errors.New("the series was finished meanwhile")
 
-// write adds n occurrences, the last at last, to the live event as stored,
-// recreating it from live if it is gone (deleted or expired meanwhile). If
-// its series was finished meanwhile, the occurrences become a new event of
-// their own.
-func (f *Folder) write(ctx context.Context, live *core.Event, n int32, last time.Time) (*core.Event, error) {
+// errLiveGone says that the live event was deleted (or expired) meanwhile.
+var errLiveGone = errors.New("the live event is gone")
+
+// write adds the batch's occurrences to the live event as stored. If its
+// series was finished meanwhile, they become a new event of their own; if
+// it is gone (deleted or expired, or replaced by another of its name), the
+// batch's first create is stored with them: a deleted event never comes
+// back. finished tells that the series was finished.
+func (f *Folder) write(ctx context.Context, live *core.Event, b *foldBatch) (stored *core.Event, finished bool, err error) {
 	ctx = eventregistry.InternalWriteContext(ctx, live.Namespace, schema.GroupVersion{Version: "v1"}) // core/v1 rules let count, lastTimestamp and series move on
 	update := rest.DefaultUpdatedObjectInfo(nil, func(_ context.Context, _, oldObj runtime.Object) (runtime.Object, error) {
 		old := oldObj.(*core.Event)
-		var updated *core.Event
-		if old.Name == "" {
-			updated = live.DeepCopy()
-			updated.ResourceVersion = ""
-		} else {
-			updated = old.DeepCopy()
+		if old.Name == "" || old.UID != live.UID {
+			return nil, errLiveGone
 		}
-		if updated.Series != nil && updated.Series.State == core.EventSeriesStateFinished {
+		if old.Series != nil && old.Series.State == core.EventSeriesStateFinished {
 			return nil, errSeriesFinished
 		}
-		addOccurrences(updated, n, last)
+		updated := old.DeepCopy()
+		addOccurrences(updated, b.occurrences, b.last)
 		return updated, nil
 	})
 	obj, _, err := f.store.Update(ctx, live.Name, update, rest.ValidateAllObjectFunc, rest.ValidateAllObjectUpdateFunc, false, &metav1.UpdateOptions{})
-	if errors.Is(err, errSeriesFinished) {
-		return f.createContinuation(ctx, live, n, last)
+	switch {
+	case errors.Is(err, errSeriesFinished):
+		stored, err = f.createContinuation(ctx, live, b.occurrences, b.last)
+		return stored, true, err
+	case errors.Is(err, errLiveGone) || apierrors.IsNotFound(err):
+		stored, err = f.createFirst(ctx, b)
+		return stored, false, err
+	case err != nil:
+		return nil, false, err
 	}
+	return obj.(*core.Event), false, nil
+}
+
+// createFirst stores the batch's first create with the batch's occurrences,
+// in place of a live event that is gone.
+func (f *Folder) createFirst(ctx context.Context, b *foldBatch) (*core.Event, error) {
+	first := b.first.DeepCopy()
+	if b.occurrences > 1 {
+		addOccurrences(first, b.occurrences-1, b.last)
+	}
+	obj, err := f.store.Create(ctx, first, rest.ValidateAllObjectFunc, &metav1.CreateOptions{})
 	if err != nil {
 		return nil, err
 	}
@@ -469,6 +473,14 @@ func (f *Folder) Flush(ctx context.Context) {
 	case <-done:
 	case <-ctx.Done():
 	}
+}
+
+// userOf is the name of the user who makes the request, "" for none.
+func userOf(ctx context.Context) string {
+	if u, ok := genericapirequest.UserFrom(ctx); ok {
+		return u.GetName()
+	}
+	return ""
 }
 
 // seriesFor returns the state of a series, tracking it if it is new.

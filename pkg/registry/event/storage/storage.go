@@ -23,9 +23,12 @@ limitations under the License.
 package storage
 
 import (
+	"context"
 	"fmt"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/registry/generic"
 	genericregistry "k8s.io/apiserver/pkg/registry/generic/registry"
@@ -44,6 +47,7 @@ import (
 // storage folds isomorphic creates of hot series when folding is on.
 type REST struct {
 	*genericregistry.Store
+	strategy eventregistry.Strategy
 	// folder folds isomorphic creates; nil when folding is off.
 	folder *Folder
 }
@@ -100,10 +104,60 @@ func newREST(strategy eventregistry.Strategy, optsGetter generic.RESTOptionsGett
 	if err := store.CompleteWithOptions(options); err != nil {
 		return nil, err
 	}
+	r := &REST{Store: store, strategy: strategy, folder: folder}
 	if folder != nil {
-		folder.store = store
+		folder.store = r
 	}
-	return &REST{Store: store, folder: folder}, nil
+	return r, nil
+}
+
+// Create stores a new event (or folds it, see Folder). Its chain of
+// controller owners is resolved once the create passed validation and
+// admission (createValidation, which the generic store calls with a copy
+// of the event it then stores): a refused create reads nothing, and a dry
+// run reads what its create would.
+func (r *REST) Create(ctx context.Context, obj runtime.Object, createValidation rest.ValidateObjectFunc, options *metav1.CreateOptions) (runtime.Object, error) {
+	event, ok := obj.(*core.Event)
+	if !ok {
+		return r.Store.Create(ctx, obj, createValidation, options)
+	}
+	if event.Name != "" || event.GenerateName == "" {
+		return r.create(ctx, event, createValidation, options)
+	}
+	// The name is generated here, as the generic store would (which would
+	// store a copy of event), so that the event given its chain is the one
+	// stored.
+	var (
+		created runtime.Object
+		err     error
+	)
+	for range maxNameGenerationAttempts {
+		attempt := event.DeepCopy()
+		attempt.Name = r.strategy.GenerateName(attempt.GenerateName)
+		if created, err = r.create(ctx, attempt, createValidation, options); !apierrors.IsAlreadyExists(err) {
+			break
+		}
+	}
+	return created, err
+}
+
+// maxNameGenerationAttempts is the generic store's number of generated
+// names tried before a create is refused as a conflict.
+const maxNameGenerationAttempts = 8
+
+// create creates event, which has its name, resolving its chain between
+// admission and the write.
+func (r *REST) create(ctx context.Context, event *core.Event, createValidation rest.ValidateObjectFunc, options *metav1.CreateOptions) (runtime.Object, error) {
+	validate := func(ctx context.Context, validated runtime.Object) error {
+		if createValidation != nil {
+			if err := createValidation(ctx, validated); err != nil {
+				return err
+			}
+		}
+		r.strategy.ResolveChain(ctx, event)
+		return nil
+	}
+	return r.Store.Create(ctx, event, validate, options)
 }
 
 // Folder is the store's folder, nil when folding is off.
