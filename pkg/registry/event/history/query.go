@@ -20,7 +20,6 @@ import (
 	"fmt"
 	"slices"
 	"sort"
-	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/fields"
@@ -184,13 +183,13 @@ func selectorOf(requirements fields.Requirements) fields.Selector {
 
 // binding is what a continue token is bound to: the namespace, the label
 // selector, the other field terms (sorted) and the history terms as sent.
-func (q query) binding(namespace, labelSelector string) string {
+func (q query) binding(namespace, labelSelector string) []string {
 	terms := make([]string, 0, len(q.fields))
 	for _, r := range q.fields {
 		terms = append(terms, r.Field+string(r.Operator)+r.Value)
 	}
 	sort.Strings(terms)
-	return strings.Join([]string{namespace, labelSelector, strings.Join(terms, ","), q.rawSince, q.rawUntil}, "\x00")
+	return append([]string{namespace, labelSelector, q.rawSince, q.rawUntil}, terms...)
 }
 
 // AbsoluteWindow returns selector with its history terms as the RFC 3339

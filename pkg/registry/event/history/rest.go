@@ -45,6 +45,7 @@ import (
 
 	"github.com/kube-events/events-apiserver/pkg/apis/core"
 	"github.com/kube-events/events-apiserver/pkg/archive"
+	"github.com/kube-events/events-apiserver/pkg/continuetoken"
 	eventstorage "github.com/kube-events/events-apiserver/pkg/registry/event/storage"
 )
 
@@ -69,6 +70,7 @@ type REST struct {
 	archive  archive.Archive
 	decoder  runtime.Decoder
 	timeline *eventstorage.Timeline
+	tokens   *continuetoken.Codec
 	clock    clock.PassiveClock
 	inFlight chan struct{}
 }
@@ -82,10 +84,11 @@ var (
 // New returns the store with history from the archive; decoder is the
 // store's storage codec, which decodes the archive's records; timeline is
 // the store's (eventstorage.WithTimeline), which pages read the live
-// events from in order when it is fed.
-func New(store *eventstorage.REST, a archive.Archive, decoder runtime.Decoder, timeline *eventstorage.Timeline) *REST {
+// events from in order when it is fed; tokens signs the continue tokens.
+func New(store *eventstorage.REST, a archive.Archive, decoder runtime.Decoder, timeline *eventstorage.Timeline, tokens *continuetoken.Codec) *REST {
 	registerMetrics()
-	return &REST{REST: store, archive: a, decoder: decoder, timeline: timeline, clock: clock.RealClock{}, inFlight: make(chan struct{}, MaxInFlight)}
+	return &REST{REST: store, archive: a, decoder: decoder, timeline: timeline, tokens: tokens,
+		clock: clock.RealClock{}, inFlight: make(chan struct{}, MaxInFlight)}
 }
 
 // Watch is the store's; a watch with history terms is refused: history is
@@ -165,9 +168,9 @@ func (r *REST) listHistory(ctx context.Context, options *metainternalversion.Lis
 	binding := q.binding(namespace, labelSelector.String())
 	var after *archive.Cursor
 	if options.Continue != "" {
-		since, until, cursor, err := decodeToken(options.Continue, binding)
+		since, until, cursor, err := r.decodeToken(ctx, options.Continue, binding)
 		if err != nil {
-			return nil, apierrors.NewBadRequest(fmt.Sprintf("continue: %v", err))
+			return nil, continuetoken.APIError(err)
 		}
 		q.since, q.until, after = since, until, &cursor
 	}
@@ -236,7 +239,9 @@ func (r *REST) listHistory(ctx context.Context, options *metainternalversion.Lis
 	list.ResourceVersion = live.resourceVersion
 	if more && len(items) > 0 {
 		last := items[len(items)-1]
-		list.Continue = encodeToken(binding, q, archive.Cursor{Time: last.time, UID: last.uid()})
+		if list.Continue, err = r.encodeToken(ctx, binding, q, archive.Cursor{Time: last.time, UID: last.uid()}); err != nil {
+			return nil, continuetoken.APIError(err)
+		}
 	}
 	return list, nil
 }
