@@ -138,7 +138,7 @@ func TestContinueToken(t *testing.T) {
 	ctx := genericapirequest.WithNamespace(context.Background(), "ns")
 	// No store and no archive: reaching either would panic.
 	r := &REST{tokens: continuetoken.NewWithKey(make([]byte, continuetoken.KeySize)), clock: clocktesting.NewFakePassiveClock(now),
-		inFlight: make(chan struct{}, MaxInFlight)}
+		inFlight: newSlots()}
 	const selector = "reason=BackOff,history.since=2h"
 	q, _, err := parseQuery(fields.ParseSelectorOrDie(selector), now)
 	if err != nil {
