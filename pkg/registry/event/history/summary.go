@@ -131,7 +131,7 @@ func (r *REST) liveForSummary(ctx context.Context, options *metainternalversion.
 	}
 	liveOptions := options.DeepCopy()
 	liveOptions.FieldSelector = q.selector
-	liveOptions.Limit, liveOptions.Continue = MaxPageSize, ""
+	liveOptions.Limit, liveOptions.Continue = most+1, ""
 	liveOptions.ResourceVersion, liveOptions.ResourceVersionMatch = "", ""
 	var page livePage
 	reads := 0
