@@ -39,9 +39,9 @@ import (
 const MaxUnselectiveWindow = 24 * time.Hour
 
 // selectiveFields are the fields whose = term picks out one object's
-// events by a value the archive finds without reading every record: a
-// query with one may span the whole retention. The ancestor terms are not
-// among them: they match the chain of every record in the window.
+// events: a query with one may span the whole retention. The ancestor
+// terms are not among them: they select a tree of objects (every Pod a
+// Deployment had in a month, in every namespace), not one.
 var selectiveFields = map[string]bool{
 	eventconversion.PrefixInvolvedObject + "name": true,
 	eventconversion.PrefixInvolvedObject + "uid":  true,
@@ -185,7 +185,7 @@ func (q query) checkWindow(namespace string) error {
 	return field.Invalid(field.NewPath("fieldSelector").Child(eventconversion.FieldHistorySince), q.rawSince,
 		fmt.Sprintf("a window longer than %v across all namespaces needs a term that selects one object's events: "+
 			"regarding.name (involvedObject.name), regarding.uid, related.name, related.uid or metadata.name "+
-			"(regarding.ancestor reads every event's chain, and counts as none); "+
+			"(regarding.ancestor selects a tree of objects, and counts as none); "+
 			"or list one namespace's history (-n), which may span the whole retention", MaxUnselectiveWindow))
 }
 
