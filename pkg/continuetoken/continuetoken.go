@@ -60,7 +60,7 @@ var (
 	// ErrInvalid is a token that is no continue token of the list's kind.
 	ErrInvalid = errors.New("not a continue token of this list")
 	// ErrMismatch is a token altered, or issued for another list.
-	ErrMismatch = errors.New("the continue token was altered, or issued for another namespace, selector or window")
+	ErrMismatch = errors.New("the continue token was altered, or issued for another namespace or query (its selectors and window)")
 	// ErrExpired is a token signed with a key the server no longer has.
 	ErrExpired = errors.New("the continue token was signed with a key this server no longer has: list again without it")
 )
