@@ -189,7 +189,7 @@ func TestHistoryFloodLeavesOtherUsersTheirShare(t *testing.T) {
 // pages, followed, reach that event.
 func TestHistoryPageWithALabelSelectorIsBoundedByWork(t *testing.T) {
 	f := newHistoryFixture(t)
-	const others = history.MaxArchiveScan + 500
+	const others = history.MaxArchiveScan + history.MaxPageSize + 500
 	base := time.Now().Add(-10 * time.Minute)
 	var records []archive.Record
 	for i := range others {
