@@ -199,6 +199,12 @@ func (c CompletedConfig) New(ctx context.Context) (_ *EventsServer, err error) {
 		return nil, fmt.Errorf("creating the events store: %w", err)
 	}
 
+	// The history pages and the summaries sign their continue tokens.
+	tokens, err := c.continueTokens()
+	if err != nil {
+		return nil, err
+	}
+
 	// The history: lists with history.since read the archive as well as
 	// the store; every other request is the store's.
 	var served rest.StandardStorage = store
@@ -216,7 +222,7 @@ func (c CompletedConfig) New(ctx context.Context) (_ *EventsServer, err error) {
 				closeArchive()
 			}
 		}()
-		if served, err = c.withHistory(store, arch, timeline); err != nil {
+		if served, err = c.withHistory(store, arch, timeline, tokens); err != nil {
 			return nil, err
 		}
 	}
@@ -253,10 +259,10 @@ func (c CompletedConfig) New(ctx context.Context) (_ *EventsServer, err error) {
 	}
 
 	// The summaries count what the served events list: the history's
-	// with history.since, under its rules.
+	// with history.since, under its rules, for users who may list them.
 	summaryGroup := genericapiserver.NewDefaultAPIGroupInfo(summaries.GroupName, Scheme, ParameterCodec, Codecs)
 	summaryGroup.VersionedResourcesStorageMap[summariesv1alpha1.SchemeGroupVersion.Version] = map[string]rest.Storage{
-		"eventsummaries": eventsummary.NewREST(served),
+		"eventsummaries": eventsummary.NewREST(served, c.GenericConfig.Authorization.Authorizer, tokens),
 	}
 	if err := genericServer.InstallAPIGroup(&summaryGroup); err != nil {
 		return nil, fmt.Errorf("installing %s event summaries: %w", summaries.GroupName, err)

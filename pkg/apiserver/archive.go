@@ -29,6 +29,7 @@ import (
 	"github.com/kube-events/events-apiserver/pkg/apis/core"
 	"github.com/kube-events/events-apiserver/pkg/archive"
 	"github.com/kube-events/events-apiserver/pkg/archive/archiver"
+	"github.com/kube-events/events-apiserver/pkg/continuetoken"
 	"github.com/kube-events/events-apiserver/pkg/etcdmaint"
 	"github.com/kube-events/events-apiserver/pkg/registry/event/history"
 	eventstorage "github.com/kube-events/events-apiserver/pkg/registry/event/storage"
@@ -82,12 +83,12 @@ func (c CompletedConfig) eventsStorageOptions() (generic.RESTOptions, error) {
 // withHistory wraps the store storage.NewREST built (folding included) so
 // that lists with history.since read the archive too; every other request
 // is the store's.
-func (c CompletedConfig) withHistory(store *eventstorage.REST, a archive.Archive, timeline *eventstorage.Timeline) (*history.REST, error) {
+func (c CompletedConfig) withHistory(store *eventstorage.REST, a archive.Archive, timeline *eventstorage.Timeline, tokens *continuetoken.Codec) (*history.REST, error) {
 	options, err := c.eventsStorageOptions()
 	if err != nil {
 		return nil, err
 	}
-	return history.New(store, a, options.StorageConfig.Codec, timeline), nil
+	return history.New(store, a, options.StorageConfig.Codec, timeline, tokens), nil
 }
 
 // newArchiver returns the controller that archives every state the store

@@ -41,6 +41,7 @@ import (
 	"github.com/kube-events/events-apiserver/pkg/archive"
 	"github.com/kube-events/events-apiserver/pkg/archive/archiver"
 	"github.com/kube-events/events-apiserver/pkg/archive/victorialogs"
+	"github.com/kube-events/events-apiserver/pkg/continuetoken"
 	eventregistry "github.com/kube-events/events-apiserver/pkg/registry/event"
 	"github.com/kube-events/events-apiserver/pkg/registry/event/history"
 	eventstorage "github.com/kube-events/events-apiserver/pkg/registry/event/storage"
@@ -149,7 +150,7 @@ func testHistoryPageReadsItsOwnLiveEvents(t *testing.T, cache eventstorage.Store
 		t.Fatal(err)
 	}
 	t.Cleanup(store.DestroyFunc)
-	events := history.New(store, a, codec, timeline)
+	events := history.New(store, a, codec, timeline, continuetoken.NewWithKey(make([]byte, continuetoken.KeySize)))
 	// The store's cache lists etcd when it starts.
 	if err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
 		return store.Storage.Storage.ReadinessCheck() == nil, nil

@@ -21,6 +21,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net/url"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -129,12 +130,27 @@ func (a *ArchiveOptions) validate() []error {
 	default:
 		errs = append(errs, fmt.Errorf("--archive must be embedded, url or none, got %q", a.Mode))
 	}
+	errs = append(errs, a.refuseUserInfo()...)
 	errs = append(errs, a.validateSecurity()...)
 	if a.ServiceFlushInterval <= 0 {
 		errs = append(errs, fmt.Errorf("--archive-service-flush-interval must be positive, got %v", a.ServiceFlushInterval))
 	}
 	if a.Mode != ArchiveNone && a.Mode != "" && a.Retention < 24*time.Hour {
 		errs = append(errs, fmt.Errorf("--archive-retention must be at least 24h, got %v", a.Retention))
+	}
+	return errs
+}
+
+// refuseUserInfo refuses archive URLs that hold credentials (user:pass@):
+// a URL is printed with the flags and logged, a password file is not. The
+// errors name the flag, never the value.
+func (a *ArchiveOptions) refuseUserInfo() []error {
+	var errs []error
+	for _, u := range []struct{ flag, value string }{{"--archive-url", a.URL}, {"--archive-select-url", a.SelectURL}} {
+		if parsed, err := url.Parse(u.value); err == nil && parsed.User != nil {
+			errs = append(errs, fmt.Errorf("%s must not hold credentials (user:password@): "+
+				"give them with --archive-username and --archive-password-file, or --archive-bearer-token-file", u.flag))
+		}
 	}
 	return errs
 }
@@ -158,6 +174,10 @@ func (a *ArchiveOptions) validateSecurity() []error {
 		return errs
 	}
 	tlsSet := a.TLS != (victorialogs.TLSConfig{})
+	if len(a.refuseUserInfo()) > 0 {
+		// Already refused, and the values are not to be repeated.
+		tlsSet = false
+	}
 	for _, u := range []struct{ flag, value string }{{"--archive-url", a.URL}, {"--archive-select-url", a.SelectURL}} {
 		if tlsSet && u.value != "" && !strings.HasPrefix(u.value, "https://") {
 			errs = append(errs, fmt.Errorf("%s must be an https URL with --archive-ca-file, --archive-cert-file or --archive-tls-server-name, got %q", u.flag, u.value))

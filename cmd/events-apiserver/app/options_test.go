@@ -17,6 +17,8 @@ limitations under the License.
 package app
 
 import (
+	"io"
+	"os"
 	"runtime/debug"
 	"strings"
 	"testing"
@@ -26,6 +28,7 @@ import (
 	"k8s.io/apiserver/pkg/features"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/component-base/featuregate"
+	"k8s.io/klog/v2"
 )
 
 func parse(t *testing.T, args ...string) *Options {
@@ -175,6 +178,16 @@ func TestValidateArchiveSecurity(t *testing.T) {
 			args:    append(url, "--archive-username=u", "--archive-password-file=/p", "--archive-bearer-token-file=/t"),
 			wantErr: "--archive-bearer-token-file replaces --archive-username and --archive-password-file",
 		},
+		{
+			name:    "credentials in the URL",
+			args:    []string{"--archive=url", "--archive-url=https://events:s3cret@events-victorialogs:9428", "--archive-ca-file=/tls/ca.crt"},
+			wantErr: "--archive-url must not hold credentials (user:password@)",
+		},
+		{
+			name:    "a user in the select URL",
+			args:    append(url, "--archive-select-url=http://events@vlselect:9428"),
+			wantErr: "--archive-select-url must not hold credentials (user:password@)",
+		},
 		{name: "TLS for the embedded archive", args: []string{"--archive=embedded", "--archive-ca-file=/tls/ca.crt"}, wantErr: "--archive-ca-file applies to --archive=url only"},
 		{name: "credentials without an archive", args: []string{"--archive=none", "--archive-password-file=/p"}, wantErr: "--archive-password-file applies to --archive=url only"},
 	}
@@ -182,6 +195,40 @@ func TestValidateArchiveSecurity(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			checkError(t, completed(t, tt.args...).Validate(), tt.wantErr)
 		})
+	}
+}
+
+// TestArchiveURLCredentialsAreRefusedUnlogged runs the command with a
+// password in --archive-url at -v=1, where the flags are printed: it
+// refuses to start, and neither its error nor its log holds the password.
+func TestArchiveURLCredentialsAreRefusedUnlogged(t *testing.T) {
+	const password = "s3cret-in-the-url"
+	stderr, err := os.CreateTemp(t.TempDir(), "stderr")
+	if err != nil {
+		t.Fatal(err)
+	}
+	saved := os.Stderr
+	os.Stderr = stderr
+	t.Cleanup(func() {
+		os.Stderr = saved
+		_ = new(klog.Level).Set("0") // -v=1 is the process's
+	})
+
+	cmd := NewCommand(t.Context())
+	cmd.SetArgs([]string{"--data-dir=" + t.TempDir(), "--archive=url", "--archive-url=http://events:" + password + "@events-victorialogs:9428", "-v=1"})
+	cmd.SetOut(io.Discard)
+	cmd.SetErr(io.Discard)
+	err = cmd.Execute()
+	os.Stderr = saved
+	if err == nil || !strings.Contains(err.Error(), "--archive-url must not hold credentials") {
+		t.Fatalf("events-apiserver: %v, want the refusal of credentials in --archive-url", err)
+	}
+	logged, readErr := os.ReadFile(stderr.Name())
+	if readErr != nil {
+		t.Fatal(readErr)
+	}
+	if strings.Contains(err.Error()+string(logged), password) {
+		t.Errorf("the password was printed:\nerror: %v\nlog: %s", err, logged)
 	}
 }
 

@@ -83,6 +83,10 @@ kube-apiserver's EventRateLimit admission plugin for the event policy's limits.`
 			if err := logsapi.ValidateAndApply(o.Logs, utilfeature.DefaultFeatureGate); err != nil {
 				return err
 			}
+			// Refused before the flags are printed: they would log it.
+			if errs := o.Archive.refuseUserInfo(); len(errs) > 0 {
+				return errors.Join(errs...)
+			}
 			cliflag.PrintFlags(cmd.Flags())
 			return Run(cmd.Context(), o)
 		},

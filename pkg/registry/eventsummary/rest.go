@@ -22,20 +22,26 @@ limitations under the License.
 package eventsummary
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/registry/rest"
 	"k8s.io/utils/clock"
 
 	"github.com/kube-events/events-apiserver/pkg/apis/core"
+	"github.com/kube-events/events-apiserver/pkg/apis/events"
 	"github.com/kube-events/events-apiserver/pkg/apis/summaries"
+	"github.com/kube-events/events-apiserver/pkg/continuetoken"
 	"github.com/kube-events/events-apiserver/pkg/registry/event/history"
 )
 
@@ -46,8 +52,10 @@ const EventsPageSize = history.MaxPageSize
 
 // REST serves lists of event summaries.
 type REST struct {
-	events rest.Lister
-	clock  clock.PassiveClock
+	events     rest.Lister
+	authorizer authorizer.Authorizer
+	tokens     *continuetoken.Codec
+	clock      clock.PassiveClock
 	TableConvertor
 }
 
@@ -60,9 +68,52 @@ var (
 
 // NewREST returns the summaries of the events that events lists: the
 // events storage the server serves, whose lists read the history when
-// asked (history.REST) or the live store alone.
-func NewREST(events rest.Lister) *REST {
-	return &REST{events: events, clock: clock.RealClock{}}
+// asked (history.REST) or the live store alone. authz is the server's
+// authorizer, which a list of summaries asks whether its user may list the
+// events it counts; tokens signs the continue tokens.
+func NewREST(events rest.Lister, authz authorizer.Authorizer, tokens *continuetoken.Codec) *REST {
+	return &REST{events: events, authorizer: authz, tokens: tokens, clock: clock.RealClock{}}
+}
+
+// eventGroups are the API groups events are served in, the one the
+// forbidden message names first: the same events in either.
+var eventGroups = []string{events.GroupName, core.GroupName}
+
+// authorize allows a list of summaries only to a user who may list the
+// events it counts, in the same namespace (all namespaces for a list of
+// all namespaces): the summaries are those events, counted. Either event
+// group's list grants it, as either lists the same events.
+func (r *REST) authorize(ctx context.Context) error {
+	u, ok := genericapirequest.UserFrom(ctx)
+	if !ok {
+		return apierrors.NewUnauthorized("event summaries need an authenticated user")
+	}
+	namespace := genericapirequest.NamespaceValue(ctx)
+	var reasons []string
+	for _, group := range eventGroups {
+		decision, reason, err := r.authorizer.Authorize(ctx, authorizer.AttributesRecord{
+			User: u, Verb: "list", Namespace: namespace, APIGroup: group, Resource: "events", ResourceRequest: true,
+		})
+		if decision == authorizer.DecisionAllow {
+			return nil
+		}
+		if err != nil {
+			reason = cmp.Or(reason, err.Error())
+		}
+		if reason != "" {
+			reasons = append(reasons, reason)
+		}
+	}
+	scope := "cluster scope"
+	if namespace != "" {
+		scope = fmt.Sprintf("the namespace %q", namespace)
+	}
+	msg := fmt.Sprintf("User %q cannot list resource %q in API group %q or %q in %s, which event summaries count",
+		u.GetName(), "events", events.GroupName, core.GroupName, scope)
+	if len(reasons) > 0 {
+		msg += ": " + strings.Join(reasons, "; ")
+	}
+	return apierrors.NewForbidden(summaries.Resource("eventsummaries"), "", errors.New(msg))
 }
 
 // New returns an empty EventSummary.
@@ -85,6 +136,9 @@ func (r *REST) GetSingularName() string { return "eventsummary" }
 // window of the first page, in absolute times, so that the next pages count
 // the same history.
 func (r *REST) List(ctx context.Context, options *metainternalversion.ListOptions) (runtime.Object, error) {
+	if err := r.authorize(ctx); err != nil {
+		return nil, err
+	}
 	labelSelector, fieldSelector := labels.Everything(), fields.Everything()
 	var limit int64
 	var continueToken string
@@ -103,11 +157,11 @@ func (r *REST) List(ctx context.Context, options *metainternalversion.ListOption
 	if continueToken != "" {
 		var err error
 		var window string
-		if offset, window, err = decodeToken(continueToken, binding); err != nil {
-			return nil, apierrors.NewBadRequest(fmt.Sprintf("continue: %v", err))
+		if offset, window, err = r.decodeToken(ctx, continueToken, binding); err != nil {
+			return nil, continuetoken.APIError(err)
 		}
 		if fieldSelector, err = fields.ParseSelector(window); err != nil {
-			return nil, apierrors.NewBadRequest(fmt.Sprintf("continue: %v", errInvalidToken))
+			return nil, continuetoken.APIError(continuetoken.ErrInvalid)
 		}
 	} else {
 		var err error
@@ -132,7 +186,9 @@ func (r *REST) List(ctx context.Context, options *metainternalversion.ListOption
 		end = offset + int(limit)
 		remaining := int64(len(all) - end)
 		list.RemainingItemCount = &remaining
-		list.Continue = encodeToken(binding, fieldSelector.String(), end)
+		if list.Continue, err = r.encodeToken(ctx, binding, fieldSelector.String(), end); err != nil {
+			return nil, continuetoken.APIError(err)
+		}
 	}
 	list.Items = all[offset:end]
 	return list, nil

@@ -28,7 +28,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
-	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/kube-events/events-apiserver/pkg/apis/core"
@@ -268,9 +267,9 @@ func TestListPages(t *testing.T) {
 		events = append(events, e)
 	}
 	lister := &pagedEvents{events: events, pageSize: 2}
-	r := NewREST(lister)
+	r := NewREST(lister, allowAll, testTokens)
 	r.clock = clocktesting.NewFakePassiveClock(base)
-	ctx := genericapirequest.WithNamespace(context.Background(), "shop")
+	ctx := userContext("events-reader", "shop")
 	selector := fields.ParseSelectorOrDie("type=Warning,history.since=1h")
 
 	first, err := r.List(ctx, &metainternalversion.ListOptions{FieldSelector: selector, Limit: 2})

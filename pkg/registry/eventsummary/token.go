@@ -17,25 +17,22 @@ limitations under the License.
 package eventsummary
 
 import (
-	"crypto/sha256"
-	"encoding/base64"
-	"encoding/json"
-	"errors"
-	"strings"
+	"context"
 
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/kube-events/events-apiserver/pkg/continuetoken"
 )
 
-// tokenVersion is the format of continueToken.
-const tokenVersion = 1
+// tokenKind names summary lists among the lists whose tokens the codec
+// signs.
+const tokenKind = "eventsummaries"
 
-// continueToken is where the next page of summaries starts, and of which
-// list: a token replayed against another namespace or selector is refused.
-type continueToken struct {
-	Version int `json:"v"`
-	// Binding is a digest of the list's namespace and selectors as sent.
-	Binding []byte `json:"b"`
+// offsetToken is where the next page of summaries starts. The codec signs
+// it with the list's binding, so that neither it nor the list can be
+// changed.
+type offsetToken struct {
 	// Selector is the field selector the first page counted with, its
 	// history window in absolute times.
 	Selector string `json:"s"`
@@ -43,39 +40,27 @@ type continueToken struct {
 	Offset int `json:"o"`
 }
 
-var (
-	// errInvalidToken is returned for a token that is no summaries token.
-	errInvalidToken = errors.New("not a continue token of a list of event summaries")
-	// errTokenBinding is returned for a token of another list.
-	errTokenBinding = errors.New("the continue token was issued for another namespace or query")
-)
-
 // bindingOf is what a continue token is bound to: the namespace and the
 // selectors of the list as sent.
-func bindingOf(namespace string, labelSelector labels.Selector, fieldSelector fields.Selector) []byte {
-	sum := sha256.Sum256([]byte(strings.Join([]string{namespace, labelSelector.String(), fieldSelector.String()}, "\x00")))
-	return sum[:16]
+func bindingOf(namespace string, labelSelector labels.Selector, fieldSelector fields.Selector) []string {
+	return []string{namespace, labelSelector.String(), fieldSelector.String()}
 }
 
 // encodeToken returns the token continuing a list after offset summaries.
-func encodeToken(binding []byte, selector string, offset int) string {
-	data, _ := json.Marshal(continueToken{Version: tokenVersion, Binding: binding, Selector: selector, Offset: offset})
-	return base64.RawURLEncoding.EncodeToString(data)
+func (r *REST) encodeToken(ctx context.Context, binding []string, selector string, offset int) (string, error) {
+	return r.tokens.Encode(ctx, tokenKind, binding, offsetToken{Selector: selector, Offset: offset})
 }
 
-// decodeToken reads a token and checks it belongs to the list bound by
-// binding; it returns the offset and the field selector to count with.
-func decodeToken(token string, binding []byte) (offset int, selector string, err error) {
-	data, err := base64.RawURLEncoding.DecodeString(token)
-	if err != nil {
-		return 0, "", errInvalidToken
+// decodeToken checks a token belongs to the list bound by binding; it
+// returns the offset and the field selector to count with. Its errors are
+// continuetoken's.
+func (r *REST) decodeToken(ctx context.Context, token string, binding []string) (offset int, selector string, err error) {
+	var t offsetToken
+	if err := r.tokens.Decode(ctx, tokenKind, binding, token, &t); err != nil {
+		return 0, "", err
 	}
-	var t continueToken
-	if err := json.Unmarshal(data, &t); err != nil || t.Version != tokenVersion || t.Offset <= 0 {
-		return 0, "", errInvalidToken
-	}
-	if string(t.Binding) != string(binding) {
-		return 0, "", errTokenBinding
+	if t.Offset <= 0 {
+		return 0, "", continuetoken.ErrInvalid
 	}
 	return t.Offset, t.Selector, nil
 }

@@ -20,9 +20,9 @@ import (
 	"fmt"
 	"slices"
 	"sort"
-	"strings"
 	"time"
 
+	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -39,14 +39,51 @@ import (
 const MaxUnselectiveWindow = 24 * time.Hour
 
 // selectiveFields are the fields whose = term picks out one object's
-// events: a query with one may span the whole retention.
+// events: a query with one may span the whole retention. The ancestor
+// terms are not among them: they select a tree of objects (every Pod a
+// Deployment had in a month, in every namespace), not one.
 var selectiveFields = map[string]bool{
 	eventconversion.PrefixInvolvedObject + "name": true,
 	eventconversion.PrefixInvolvedObject + "uid":  true,
 	eventconversion.PrefixRelated + "name":        true,
 	eventconversion.PrefixRelated + "uid":         true,
 	eventconversion.FieldName:                     true,
-	eventconversion.FieldAncestor:                 true,
+}
+
+// MaxSelectorTerms and MaxSelectorBytes bound each selector of a history
+// list (and summary): its terms (each value of a set term counts) and its
+// length. Every term is a filter the archive applies to every record the
+// window holds.
+const (
+	MaxSelectorTerms = 16
+	MaxSelectorBytes = 2048
+)
+
+// checkSelectors refuses selectors beyond MaxSelectorTerms and
+// MaxSelectorBytes, naming the selector at fault.
+func checkSelectors(options *metainternalversion.ListOptions) error {
+	var errs field.ErrorList
+	check := func(name string, terms int, text string) {
+		path := field.NewPath(name)
+		if terms > MaxSelectorTerms {
+			errs = append(errs, field.TooMany(path, terms, MaxSelectorTerms))
+		}
+		if len(text) > MaxSelectorBytes {
+			errs = append(errs, field.TooLong(path, "", MaxSelectorBytes))
+		}
+	}
+	if options.FieldSelector != nil {
+		check("fieldSelector", len(options.FieldSelector.Requirements()), options.FieldSelector.String())
+	}
+	if options.LabelSelector != nil {
+		terms := 0
+		requirements, _ := options.LabelSelector.Requirements()
+		for _, r := range requirements {
+			terms += max(1, r.Values().Len())
+		}
+		check("labelSelector", terms, options.LabelSelector.String())
+	}
+	return errs.ToAggregate()
 }
 
 // query is a history list: the window and the other terms of its field
@@ -147,7 +184,8 @@ func (q query) checkWindow(namespace string) error {
 	}
 	return field.Invalid(field.NewPath("fieldSelector").Child(eventconversion.FieldHistorySince), q.rawSince,
 		fmt.Sprintf("a window longer than %v across all namespaces needs a term that selects one object's events: "+
-			"regarding.name (involvedObject.name), regarding.uid, regarding.ancestor, regarding.ancestor.uid, related.name, related.uid or metadata.name; "+
+			"regarding.name (involvedObject.name), regarding.uid, related.name, related.uid or metadata.name "+
+			"(regarding.ancestor selects a tree of objects, and counts as none); "+
 			"or list one namespace's history (-n), which may span the whole retention", MaxUnselectiveWindow))
 }
 
@@ -184,13 +222,13 @@ func selectorOf(requirements fields.Requirements) fields.Selector {
 
 // binding is what a continue token is bound to: the namespace, the label
 // selector, the other field terms (sorted) and the history terms as sent.
-func (q query) binding(namespace, labelSelector string) string {
+func (q query) binding(namespace, labelSelector string) []string {
 	terms := make([]string, 0, len(q.fields))
 	for _, r := range q.fields {
 		terms = append(terms, r.Field+string(r.Operator)+r.Value)
 	}
 	sort.Strings(terms)
-	return strings.Join([]string{namespace, labelSelector, strings.Join(terms, ","), q.rawSince, q.rawUntil}, "\x00")
+	return append([]string{namespace, labelSelector, q.rawSince, q.rawUntil}, terms...)
 }
 
 // AbsoluteWindow returns selector with its history terms as the RFC 3339

@@ -17,14 +17,23 @@ limitations under the License.
 package history
 
 import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/kube-events/events-apiserver/pkg/archive"
+	"github.com/kube-events/events-apiserver/pkg/continuetoken"
 )
 
 var now = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
@@ -121,17 +130,27 @@ func TestCheckWindow(t *testing.T) {
 	}
 }
 
-// TestContinueToken checks that a token continues its own list only.
+// TestContinueToken checks that a token continues its own list only: a
+// token whose window was altered, or replayed with another namespace,
+// label selector, field term or window, is refused with 400 naming the
+// continue parameter, before the store or the archive is read.
 func TestContinueToken(t *testing.T) {
-	q, _, err := parseQuery(fields.ParseSelectorOrDie("reason=BackOff,history.since=2h"), now)
+	ctx := genericapirequest.WithNamespace(context.Background(), "ns")
+	// No store and no archive: reaching either would panic.
+	r := &REST{tokens: continuetoken.NewWithKey(make([]byte, continuetoken.KeySize)), clock: clocktesting.NewFakePassiveClock(now),
+		inFlight: newSlots()}
+	const selector = "reason=BackOff,history.since=2h"
+	q, _, err := parseQuery(fields.ParseSelectorOrDie(selector), now)
 	if err != nil {
 		t.Fatal(err)
 	}
 	binding := q.binding("ns", "")
 	cursor := archive.Cursor{Time: now.Add(-time.Minute + 123*time.Nanosecond), UID: "u-1"}
-	token := encodeToken(binding, q, cursor)
-
-	since, until, got, err := decodeToken(token, binding)
+	token, err := r.encodeToken(ctx, binding, q, cursor)
+	if err != nil {
+		t.Fatal(err)
+	}
+	since, until, got, err := r.decodeToken(ctx, token, binding)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,22 +158,56 @@ func TestContinueToken(t *testing.T) {
 		t.Errorf("decoded [%v, %v) %+v, want [%v, %v) %+v", since, until, got, q.since, q.until, cursor)
 	}
 
-	other, _, _ := parseQuery(fields.ParseSelectorOrDie("reason=BackOff,history.since=3h"), now)
-	for name, b := range map[string]string{
-		"another namespace":      q.binding("other", ""),
-		"all namespaces":         q.binding("", ""),
-		"another label selector": q.binding("ns", "app=x"),
-		"another window":         other.binding("ns", ""),
+	// widened is token with its window moved 30 days back, its MAC kept.
+	widened := alterPayload(t, token, func(p map[string]any) { p["s"] = now.Add(-30 * 24 * time.Hour).UnixNano() })
+	for _, c := range []struct {
+		name, namespace, labels, fields, token string
+	}{
+		{name: "a tampered window", namespace: "ns", fields: selector, token: widened},
+		{name: "a replaced field selector", namespace: "ns", fields: "reason=Killing,history.since=2h", token: token},
+		{name: "another window", namespace: "ns", fields: "reason=BackOff,history.since=30d", token: token},
+		{name: "another label selector", namespace: "ns", labels: "app=x", fields: selector, token: token},
+		{name: "a token from another namespace", namespace: "other", fields: selector, token: token},
+		{name: "all namespaces", fields: selector, token: token},
+		{name: "garbage", namespace: "ns", fields: selector, token: "garbage"},
+		{name: "a cut token", namespace: "ns", fields: selector, token: token[:len(token)-3]},
 	} {
-		if _, _, _, err := decodeToken(token, b); err != errTokenBinding {
-			t.Errorf("%s: %v, want %v", name, err, errTokenBinding)
-		}
+		t.Run(c.name, func(t *testing.T) {
+			options := &metainternalversion.ListOptions{FieldSelector: fields.ParseSelectorOrDie(c.fields), Continue: c.token}
+			if c.labels != "" {
+				options.LabelSelector = labels.SelectorFromSet(labels.Set{"app": "x"})
+			}
+			_, err := r.List(genericapirequest.WithNamespace(context.Background(), c.namespace), options)
+			if !apierrors.IsBadRequest(err) || !strings.HasPrefix(err.Error(), "continue: ") {
+				t.Errorf("list: %v, want 400 naming continue", err)
+			}
+		})
 	}
-	for _, bad := range []string{"", "garbage", token[:len(token)-3]} {
-		if _, _, _, err := decodeToken(bad, binding); err != errInvalidToken {
-			t.Errorf("token %q: %v, want %v", bad, err, errInvalidToken)
-		}
+}
+
+// alterPayload rewrites the payload of a signed token, keeping its MAC.
+func alterPayload(t *testing.T, token string, change func(map[string]any)) string {
+	t.Helper()
+	data, err := base64.RawURLEncoding.DecodeString(token)
+	if err != nil {
+		t.Fatal(err)
 	}
+	var wire map[string]json.RawMessage
+	if err := json.Unmarshal(data, &wire); err != nil {
+		t.Fatal(err)
+	}
+	var payload map[string]any
+	if err := json.Unmarshal(wire["p"], &payload); err != nil {
+		t.Fatal(err)
+	}
+	change(payload)
+	if wire["p"], err = json.Marshal(payload); err != nil {
+		t.Fatal(err)
+	}
+	if data, err = json.Marshal(wire); err != nil {
+		t.Fatal(err)
+	}
+	return base64.RawURLEncoding.EncodeToString(data)
 }
 
 // TestAbsoluteWindow checks that the history terms become the times they

@@ -45,6 +45,7 @@ import (
 
 	"github.com/kube-events/events-apiserver/pkg/apis/core"
 	"github.com/kube-events/events-apiserver/pkg/archive"
+	"github.com/kube-events/events-apiserver/pkg/continuetoken"
 	eventstorage "github.com/kube-events/events-apiserver/pkg/registry/event/storage"
 )
 
@@ -55,6 +56,16 @@ const (
 	// MaxInFlight is how many history lists the server answers at once;
 	// more are refused with 429 and a Retry-After.
 	MaxInFlight = 4
+	// MaxInFlightPerUser is how many of them one user may have: a user
+	// who floods the history holds half the slots, never all.
+	MaxInFlightPerUser = 2
+	// MaxArchiveScan and MaxArchiveQueries bound the work of one page: the
+	// archive records it reads, and the archive queries it makes, to fill
+	// itself. A page whose label selector (or whose live events) leave
+	// most records out may end short of its limit, with a continue token
+	// where the reading stopped, as kube's pages with a selector may.
+	MaxArchiveScan    = 10 * MaxPageSize
+	MaxArchiveQueries = 8
 	// retryAfterSeconds is the Retry-After of that 429.
 	retryAfterSeconds = 1
 	// timelineWait is how long a page waits for the timeline to catch up
@@ -69,8 +80,9 @@ type REST struct {
 	archive  archive.Archive
 	decoder  runtime.Decoder
 	timeline *eventstorage.Timeline
+	tokens   *continuetoken.Codec
 	clock    clock.PassiveClock
-	inFlight chan struct{}
+	inFlight *slots
 }
 
 var (
@@ -82,10 +94,11 @@ var (
 // New returns the store with history from the archive; decoder is the
 // store's storage codec, which decodes the archive's records; timeline is
 // the store's (eventstorage.WithTimeline), which pages read the live
-// events from in order when it is fed.
-func New(store *eventstorage.REST, a archive.Archive, decoder runtime.Decoder, timeline *eventstorage.Timeline) *REST {
+// events from in order when it is fed; tokens signs the continue tokens.
+func New(store *eventstorage.REST, a archive.Archive, decoder runtime.Decoder, timeline *eventstorage.Timeline, tokens *continuetoken.Codec) *REST {
 	registerMetrics()
-	return &REST{REST: store, archive: a, decoder: decoder, timeline: timeline, clock: clock.RealClock{}, inFlight: make(chan struct{}, MaxInFlight)}
+	return &REST{REST: store, archive: a, decoder: decoder, timeline: timeline, tokens: tokens,
+		clock: clock.RealClock{}, inFlight: newSlots()}
 }
 
 // Watch is the store's; a watch with history terms is refused: history is
@@ -122,13 +135,16 @@ func (r *REST) List(ctx context.Context, options *metainternalversion.ListOption
 	if !ok {
 		return r.REST.List(ctx, options)
 	}
-	select {
-	case r.inFlight <- struct{}{}:
-		defer func() { <-r.inFlight }()
-	default:
-		historyLists.WithLabelValues(resultThrottled).Inc()
-		return nil, apierrors.NewTooManyRequests("too many history lists in flight; retry shortly", retryAfterSeconds)
+	if err := checkSelectors(options); err != nil {
+		historyLists.WithLabelValues(resultInvalid).Inc()
+		return nil, apierrors.NewBadRequest(err.Error())
 	}
+	release, err := r.inFlight.acquire(ctx)
+	if err != nil {
+		historyLists.WithLabelValues(resultThrottled).Inc()
+		return nil, err
+	}
+	defer release()
 	start := r.clock.Now()
 	list, err := r.listHistory(ctx, options, q)
 	historyListDuration.Observe(r.clock.Since(start).Seconds())
@@ -165,9 +181,9 @@ func (r *REST) listHistory(ctx context.Context, options *metainternalversion.Lis
 	binding := q.binding(namespace, labelSelector.String())
 	var after *archive.Cursor
 	if options.Continue != "" {
-		since, until, cursor, err := decodeToken(options.Continue, binding)
+		since, until, cursor, err := r.decodeToken(ctx, options.Continue, binding)
 		if err != nil {
-			return nil, apierrors.NewBadRequest(fmt.Sprintf("continue: %v", err))
+			return nil, continuetoken.APIError(err)
 		}
 		q.since, q.until, after = since, until, &cursor
 	}
@@ -187,58 +203,88 @@ func (r *REST) listHistory(ctx context.Context, options *metainternalversion.Lis
 	items := live.items
 
 	// The archive: pages until it has given limit events that are not
-	// live, or has no more.
+	// live, or has no more, or the page's work is done (scanArchive).
 	aq := archive.Query{Namespace: namespace, Fields: q.fields, Since: q.since, Until: q.until, Limit: limit + 1, After: after}
-	archived, exhausted := 0, false
-	for archived <= limit {
-		page, err := r.archive.Query(ctx, aq)
-		if err != nil {
-			return nil, archiveError(ctx, err)
-		}
-		for _, record := range page.Records {
-			answered, err := live.answers(ctx, record)
-			if err != nil {
-				return nil, err
-			}
-			if answered {
-				continue
-			}
-			event, err := r.decode(record)
-			if err != nil {
-				return nil, apierrors.NewInternalError(fmt.Errorf("decoding the archived event %s/%s: %w", record.Namespace, record.Name, err))
-			}
-			if !labelSelector.Matches(labels.Set(event.Labels)) {
-				continue
-			}
-			items = append(items, item{event: event, time: record.Time})
-			archived++
-		}
-		if page.Next == nil {
-			exhausted = true
-			break
-		}
-		aq.After = page.Next
+	if !labelSelector.Empty() {
+		// Most records may be left out: read them in larger pages.
+		aq.Limit = MaxPageSize + 1
 	}
+	archived, stopped, err := r.scanArchive(ctx, aq, live, labelSelector, limit)
+	if err != nil {
+		return nil, err
+	}
+	items = append(items, archived...)
 
 	slices.SortFunc(items, newestFirst)
-	more := len(items) > limit || !exhausted
+	if stopped != nil {
+		// Nothing older than where the reading stopped is known yet.
+		items = slices.DeleteFunc(items, func(it item) bool { return !stopped.Before(it.time, it.uid()) })
+	}
+	more := len(items) > limit || stopped != nil
 	if unpaged && more {
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("limit: the history holds more than %d events for this query: "+
 			"list it in pages with limit and continue (kubectl does)", MaxPageSize))
 	}
+	next := stopped
 	if len(items) > limit {
 		items = items[:limit]
+		last := items[limit-1]
+		next = &archive.Cursor{Time: last.time, UID: last.uid()}
 	}
 	list := &core.EventList{Items: make([]core.Event, len(items))}
 	for i, it := range items {
 		list.Items[i] = *it.event
 	}
 	list.ResourceVersion = live.resourceVersion
-	if more && len(items) > 0 {
-		last := items[len(items)-1]
-		list.Continue = encodeToken(binding, q, archive.Cursor{Time: last.time, UID: last.uid()})
+	if next != nil {
+		if list.Continue, err = r.encodeToken(ctx, binding, q, *next); err != nil {
+			return nil, continuetoken.APIError(err)
+		}
 	}
 	return list, nil
+}
+
+// scanArchive reads the archive's states of aq that the live page does not
+// answer for and labelSelector matches, until it has more than limit, or
+// the archive has no more (stopped nil), or it has read MaxArchiveScan
+// records or made MaxArchiveQueries queries: stopped is then where the
+// reading stopped, which the page does not go past.
+func (r *REST) scanArchive(ctx context.Context, aq archive.Query, live livePage, labelSelector labels.Selector, limit int) (items []item, stopped *archive.Cursor, err error) {
+	scanned := 0
+	for queries := 0; ; queries++ {
+		if queries == MaxArchiveQueries || scanned >= MaxArchiveScan {
+			return items, aq.After, nil
+		}
+		page, err := r.archive.Query(ctx, aq)
+		if err != nil {
+			return nil, nil, archiveError(ctx, err)
+		}
+		scanned += len(page.Records)
+		for _, record := range page.Records {
+			answered, err := live.answers(ctx, record)
+			if err != nil {
+				return nil, nil, err
+			}
+			if answered {
+				continue
+			}
+			event, err := r.decode(record)
+			if err != nil {
+				return nil, nil, apierrors.NewInternalError(fmt.Errorf("decoding the archived event %s/%s: %w", record.Namespace, record.Name, err))
+			}
+			if !labelSelector.Matches(labels.Set(event.Labels)) {
+				continue
+			}
+			items = append(items, item{event: event, time: record.Time})
+		}
+		if page.Next == nil {
+			return items, nil, nil
+		}
+		aq.After = page.Next
+		if len(items) > limit {
+			return items, nil, nil
+		}
+	}
 }
 
 // livePage is what a page of history reads from the live store.

@@ -42,8 +42,7 @@ import (
 // for history lists is taken, 400 for a watch or a delete-collection with
 // history terms.
 func TestRefusedBeforeTheStore(t *testing.T) {
-	full := make(chan struct{}, 1)
-	full <- struct{}{}
+	full := &slots{byUser: map[string]int{}} // no slot at all
 	// No store and no archive: reaching either would panic.
 	r := &REST{clock: clocktesting.NewFakePassiveClock(now), inFlight: full}
 	history := &metainternalversion.ListOptions{FieldSelector: fields.ParseSelectorOrDie("involvedObject.name=web-0,history.since=1h")}

@@ -21,10 +21,12 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
+	"k8s.io/apimachinery/pkg/labels"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 
 	"github.com/kube-events/events-apiserver/pkg/apis/core"
 	"github.com/kube-events/events-apiserver/pkg/archive"
+	eventstorage "github.com/kube-events/events-apiserver/pkg/registry/event/storage"
 )
 
 // Summary is what a summary of a history list counts, each event once, as
@@ -61,17 +63,19 @@ func (r *REST) Summarize(ctx context.Context, options *metainternalversion.ListO
 	if !ok {
 		return Summary{}, false, nil
 	}
+	if err := checkSelectors(options); err != nil {
+		return Summary{}, false, apierrors.NewBadRequest(err.Error())
+	}
 	namespace := genericapirequest.NamespaceValue(ctx)
 	if err := q.checkWindow(namespace); err != nil {
 		return Summary{}, false, apierrors.NewBadRequest(err.Error())
 	}
-	select {
-	case r.inFlight <- struct{}{}:
-		defer func() { <-r.inFlight }()
-	default:
+	release, err := r.inFlight.acquire(ctx)
+	if err != nil {
 		historyLists.WithLabelValues(resultThrottled).Inc()
-		return Summary{}, false, apierrors.NewTooManyRequests("too many history lists in flight; retry shortly", retryAfterSeconds)
+		return Summary{}, false, err
 	}
+	defer release()
 	start := r.clock.Now()
 	s, ok, err := r.summarize(ctx, options, q, namespace)
 	if ok || err != nil {
@@ -82,10 +86,10 @@ func (r *REST) Summarize(ctx context.Context, options *metainternalversion.ListO
 }
 
 // summarize reads the live events the history answers from the live store
-// (as liveFromList does) and has the archive count the others.
+// and has the archive count the others.
 func (r *REST) summarize(ctx context.Context, options *metainternalversion.ListOptions, q query, namespace string) (Summary, bool, error) {
-	live, err := r.liveFromList(ctx, options, q, nil)
-	if err != nil {
+	live, ok, err := r.liveForSummary(ctx, options, q)
+	if err != nil || !ok {
 		return Summary{}, false, err
 	}
 	s := Summary{ResourceVersion: live.resourceVersion, Live: make([]core.Event, 0, len(live.items))}
@@ -107,4 +111,53 @@ func (r *REST) summarize(ctx context.Context, options *metainternalversion.ListO
 		return Summary{}, false, archiveError(ctx, err)
 	}
 	return s, true, nil
+}
+
+// liveForSummary reads the live events in q's window, up to
+// archive.MaxExcept of them: from the timeline, newest first, or from the
+// store's list a page at a time. It returns false once there are more:
+// the caller then counts the list's pages, and no summary holds every
+// live event at once.
+func (r *REST) liveForSummary(ctx context.Context, options *metainternalversion.ListOptions, q query) (livePage, bool, error) {
+	const most = archive.MaxExcept
+	if r.timeline != nil && r.timeline.Fed() && !eventstorage.SelectsIndexedField(q.selector) {
+		if resourceVersion, fresh, err := r.timeline.Sync(ctx, timelineWait); err == nil && fresh {
+			page, err := r.liveFromTimeline(ctx, eventstorage.Matcher(labels.Everything(), q.selector), q, nil, most+1)
+			if err == nil {
+				page.resourceVersion = resourceVersion
+				return page, len(page.items) <= most, nil
+			}
+		}
+	}
+	liveOptions := options.DeepCopy()
+	liveOptions.FieldSelector = q.selector
+	liveOptions.Limit, liveOptions.Continue = most+1, ""
+	liveOptions.ResourceVersion, liveOptions.ResourceVersionMatch = "", ""
+	var page livePage
+	reads := 0
+	defer func() { historyLiveReads.WithLabelValues(readList).Observe(float64(reads)) }()
+	for {
+		obj, err := r.REST.List(ctx, liveOptions)
+		if err != nil {
+			return livePage{}, false, err
+		}
+		list := obj.(*core.EventList)
+		reads += len(list.Items)
+		if page.resourceVersion == "" {
+			page.resourceVersion = list.ResourceVersion
+		}
+		for i := range list.Items {
+			event := &list.Items[i]
+			if t := core.LastObserved(event); q.inWindow(t) {
+				page.items = append(page.items, item{event: event, time: t})
+			}
+		}
+		if len(page.items) > most {
+			return livePage{}, false, nil
+		}
+		if list.Continue == "" {
+			return page, true, nil
+		}
+		liveOptions.Continue = list.Continue
+	}
 }

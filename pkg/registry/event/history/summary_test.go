@@ -35,8 +35,7 @@ import (
 // (400 for a bad term or a cluster-wide unselective week, 429 with every
 // slot taken) are the list's.
 func TestSummarizeDecides(t *testing.T) {
-	full := make(chan struct{}, 1)
-	full <- struct{}{}
+	full := &slots{byUser: map[string]int{}} // no slot at all
 	// No store and no archive: reaching either would panic.
 	r := &REST{clock: clocktesting.NewFakePassiveClock(now), inFlight: full}
 	tests := []struct {

@@ -17,27 +17,23 @@ limitations under the License.
 package history
 
 import (
-	"crypto/sha256"
-	"encoding/base64"
-	"encoding/json"
-	"errors"
+	"context"
 	"time"
 
 	"github.com/kube-events/events-apiserver/pkg/archive"
+	"github.com/kube-events/events-apiserver/pkg/continuetoken"
 )
 
-// tokenVersion is the format of continueToken.
-const tokenVersion = 1
+// tokenKind names history lists among the lists whose tokens the codec
+// signs.
+const tokenKind = "history"
 
-// continueToken is where the next page of a history list starts, and of
-// which list: a token replayed against another namespace or query, or
-// altered, is refused.
-type continueToken struct {
-	Version int `json:"v"`
-	// Binding is a digest of query.binding.
-	Binding []byte `json:"b"`
-	// Since and Until are the window of the first page, in Unix
-	// nanoseconds: a relative window stays the one the first page read.
+// cursorToken is where the next page of a history list starts: the
+// window of the first page, so that a relative window stays the one the
+// first page read, and the last item returned. The codec signs it with
+// query.binding.
+type cursorToken struct {
+	// Since and Until are the window, in Unix nanoseconds.
 	Since int64 `json:"s"`
 	Until int64 `json:"u"`
 	// Time and UID are the last item returned.
@@ -45,40 +41,25 @@ type continueToken struct {
 	UID  string `json:"id"`
 }
 
-// errInvalidToken is returned for a token that is no history token.
-var errInvalidToken = errors.New("not a continue token of a history list")
-
-// errTokenBinding is returned for a token of another list.
-var errTokenBinding = errors.New("the continue token was issued for another namespace or query")
-
-func digest(binding string) []byte {
-	sum := sha256.Sum256([]byte(binding))
-	return sum[:16]
-}
-
-// encodeToken returns the token continuing q after the item at cursor.
-func encodeToken(binding string, q query, cursor archive.Cursor) string {
-	data, _ := json.Marshal(continueToken{
-		Version: tokenVersion, Binding: digest(binding),
+// encodeToken returns the token continuing q, bound by binding, after the
+// item at cursor.
+func (r *REST) encodeToken(ctx context.Context, binding []string, q query, cursor archive.Cursor) (string, error) {
+	return r.tokens.Encode(ctx, tokenKind, binding, cursorToken{
 		Since: q.since.UnixNano(), Until: q.until.UnixNano(),
 		Time: cursor.Time.UnixNano(), UID: cursor.UID,
 	})
-	return base64.RawURLEncoding.EncodeToString(data)
 }
 
-// decodeToken reads a token, checks it belongs to the list bound by
-// binding and returns the window it fixes and the cursor.
-func decodeToken(token, binding string) (since, until time.Time, cursor archive.Cursor, err error) {
-	data, err := base64.RawURLEncoding.DecodeString(token)
-	if err != nil {
-		return since, until, cursor, errInvalidToken
+// decodeToken checks a token belongs to the list bound by binding and
+// returns the window it fixes and the cursor; its errors are
+// continuetoken's.
+func (r *REST) decodeToken(ctx context.Context, token string, binding []string) (since, until time.Time, cursor archive.Cursor, err error) {
+	var t cursorToken
+	if err := r.tokens.Decode(ctx, tokenKind, binding, token, &t); err != nil {
+		return since, until, cursor, err
 	}
-	var t continueToken
-	if err := json.Unmarshal(data, &t); err != nil || t.Version != tokenVersion || t.UID == "" {
-		return since, until, cursor, errInvalidToken
-	}
-	if string(t.Binding) != string(digest(binding)) {
-		return since, until, cursor, errTokenBinding
+	if t.UID == "" {
+		return since, until, cursor, continuetoken.ErrInvalid
 	}
 	return time.Unix(0, t.Since), time.Unix(0, t.Until), archive.Cursor{Time: time.Unix(0, t.Time), UID: t.UID}, nil
 }
