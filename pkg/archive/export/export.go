@@ -76,7 +76,7 @@ type Config struct {
 	// Selection returns the current selection, read per batch, so that a
 	// reloaded policy applies from the next batch; nil, or a nil result,
 	// exports every state.
-	Selection func() *Selection
+	Selection func(ctx context.Context) *Selection
 	// BatchSize and PollInterval; defaults if zero.
 	BatchSize    int
 	PollInterval time.Duration
@@ -232,7 +232,7 @@ func (e *Exporter) follow(ctx context.Context, client *clientv3.Client, exporter
 			}
 		}
 
-		selection := e.selection()
+		selection := e.selection(ctx)
 		if rates == nil || selection.NamespaceQPS != rateQPS || selection.NamespaceBurst != rateBurst {
 			rates, rateQPS, rateBurst = newRates(selection.NamespaceQPS, selection.NamespaceBurst), selection.NamespaceQPS, selection.NamespaceBurst
 		}
@@ -283,9 +283,9 @@ func (e *Exporter) start(ctx context.Context, client *clientv3.Client) (int64, e
 }
 
 // selection is the current selection; an empty one takes every state.
-func (e *Exporter) selection() *Selection {
+func (e *Exporter) selection(ctx context.Context) *Selection {
 	if e.cfg.Selection != nil {
-		if s := e.cfg.Selection(); s != nil {
+		if s := e.cfg.Selection(ctx); s != nil {
 			return s
 		}
 	}
