@@ -148,8 +148,8 @@ func (c CompletedConfig) newExporter(a archive.Archive, cfg ExportConfig) (*expo
 		Decoder:     storage.Codec,
 		NewExporter: func(ctx context.Context) (sdklog.Exporter, error) { return export.NewOTLPExporter(ctx, cfg.OTLP) },
 		Resource:    resource.NewSchemaless(attribute.String("service.name", "events-apiserver")),
-		Selection: cfg.Selection,
-		BatchSize: cfg.BatchSize,
+		Selection:   cfg.Selection,
+		BatchSize:   cfg.BatchSize,
 	})
 }
 

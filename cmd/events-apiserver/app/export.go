@@ -93,7 +93,6 @@ func (e ExportOptions) config(selection func(context.Context) *export.Selection)
 	return &apiserver.ExportConfig{OTLP: e.OTLP, BatchSize: e.BatchSize, Selection: selection}
 }
 
-
 // policyRecheck is how often, at most, the export looks whether
 // --event-policy-config changed.
 const policyRecheck = 5 * time.Second
