@@ -238,7 +238,16 @@ func (e *Exporter) follow(ctx context.Context, client *clientv3.Client, exporter
 		}
 		batch := e.encode(ctx, enc, records, selection, rates)
 		if len(batch) > 0 {
-			if err := e.send(ctx, exporter, batch); err != nil {
+			// While the receiver fails, the lag goes on growing: what a
+			// stalled export is alerted on.
+			onRetry := func() {
+				readCtx, cancel := context.WithTimeout(ctx, requestTimeout)
+				defer cancel()
+				if cp, _, err := archiver.ReadCheckpoint(readCtx, client); err == nil {
+					e.recordLag(cursor, cp.Revision, e.cfg.Clock.Since(caughtUp))
+				}
+			}
+			if err := e.send(ctx, exporter, batch, onRetry); err != nil {
 				return moved, err
 			}
 		}
@@ -318,8 +327,9 @@ func (e *Exporter) encode(ctx context.Context, enc *encoder, records []archive.R
 }
 
 // send exports batch, retrying with a backoff until the receiver takes it
-// or ctx ends: states are never skipped for a receiver that fails.
-func (e *Exporter) send(ctx context.Context, exporter sdklog.Exporter, batch []sdklog.Record) error {
+// or ctx ends: states are never skipped for a receiver that fails. It
+// calls onRetry before each retry.
+func (e *Exporter) send(ctx context.Context, exporter sdklog.Exporter, batch []sdklog.Record, onRetry func()) error {
 	logger := klog.FromContext(ctx)
 	backoff := wait.Backoff{Duration: 200 * time.Millisecond, Factor: 2, Jitter: 0.1, Steps: 20, Cap: 30 * time.Second}
 	for {
@@ -342,6 +352,7 @@ func (e *Exporter) send(ctx context.Context, exporter sdklog.Exporter, batch []s
 		case <-e.cfg.Clock.After(delay):
 		}
 		retries.Inc()
+		onRetry()
 	}
 }
 

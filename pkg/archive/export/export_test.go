@@ -35,6 +35,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/component-base/metrics/testutil"
 	"k8s.io/klog/v2/ktesting"
 
 	"github.com/kube-events/events-apiserver/pkg/apis/core"
@@ -184,6 +185,11 @@ func TestExportFollowsTheCursor(t *testing.T) {
 	recv.setDown(true)
 	archiveStates(19, 20)
 	waitFor("refusals", func() bool { return recv.refusals() >= 2 })
+	// While it retries, the lag says how far behind the export is.
+	waitFor("the lag of the refused states", func() bool {
+		v, err := testutil.GetGaugeMetricValue(lagRevisions)
+		return err == nil && v == 2
+	})
 	if c, _, _ := ReadCursor(ctx, client); c.Revision != 18 {
 		t.Errorf("the cursor moved to %d while the receiver refused", c.Revision)
 	}
