@@ -36,7 +36,7 @@ import (
 func attrs(r *sdklog.Record) map[string]string {
 	out := map[string]string{}
 	r.WalkAttributes(func(kv attribute.KeyValue) bool {
-		out[string(kv.Key)] = kv.Value.Emit()
+		out[string(kv.Key)] = kv.Value.String()
 		return true
 	})
 	return out
