@@ -23,12 +23,16 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.opentelemetry.io/otel/attribute"
+	sdklog "go.opentelemetry.io/otel/sdk/log"
+	"go.opentelemetry.io/otel/sdk/resource"
 	"k8s.io/apiserver/pkg/registry/generic"
 	"k8s.io/klog/v2"
 
 	"github.com/kube-events/events-apiserver/pkg/apis/core"
 	"github.com/kube-events/events-apiserver/pkg/archive"
 	"github.com/kube-events/events-apiserver/pkg/archive/archiver"
+	"github.com/kube-events/events-apiserver/pkg/archive/export"
 	"github.com/kube-events/events-apiserver/pkg/continuetoken"
 	"github.com/kube-events/events-apiserver/pkg/etcdmaint"
 	"github.com/kube-events/events-apiserver/pkg/registry/event/history"
@@ -50,6 +54,19 @@ type ArchiveConfig struct {
 	// MaxCompactionHold is how old the checkpoint may be and still hold
 	// compaction back; archiver.DefaultMaxHold when zero.
 	MaxCompactionHold time.Duration
+	// Export, when set, sends every archived state to an OTLP receiver
+	// (see pkg/archive/export), from the elected replica.
+	Export *ExportConfig
+}
+
+// ExportConfig configures the OTLP export of the archive.
+type ExportConfig struct {
+	OTLP export.OTLPConfig
+	// BatchSize is the most states an export request carries.
+	BatchSize int
+	// Selection returns what is exported now (the event policy's); nil
+	// exports every state.
+	Selection func(ctx context.Context) *export.Selection
 }
 
 // openArchive opens the configured archive and returns it with the
@@ -112,6 +129,29 @@ func (c CompletedConfig) newArchiver(a archive.Archive) (*archiver.Archiver, err
 		cfg.Chains = c.ExtraConfig.Chains
 	}
 	return archiver.New(cfg)
+}
+
+// newExporter returns the controller that exports what the archiver
+// archived, through a client of its own whose cursor writes are fenced.
+func (c CompletedConfig) newExporter(a archive.Archive, cfg ExportConfig) (*export.Exporter, error) {
+	scanner, ok := a.(archive.Scanner)
+	if !ok {
+		return nil, fmt.Errorf("the archive %T cannot be read in order for the export", a)
+	}
+	options, err := c.eventsStorageOptions()
+	if err != nil {
+		return nil, err
+	}
+	storage := options.StorageConfig.Config
+	return export.New(export.Config{
+		Archive:     scanner,
+		NewClient:   func() (*clientv3.Client, error) { return NewEtcdClient(storage) },
+		Decoder:     storage.Codec,
+		NewExporter: func(ctx context.Context) (sdklog.Exporter, error) { return export.NewOTLPExporter(ctx, cfg.OTLP) },
+		Resource:    resource.NewSchemaless(attribute.String("service.name", "events-apiserver")),
+		Selection:   cfg.Selection,
+		BatchSize:   cfg.BatchSize,
+	})
 }
 
 // newCompactor returns the periodic etcd compaction, through client, under

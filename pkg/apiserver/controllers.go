@@ -30,6 +30,7 @@ import (
 
 	"github.com/kube-events/events-apiserver/pkg/archive"
 	"github.com/kube-events/events-apiserver/pkg/archive/archiver"
+	"github.com/kube-events/events-apiserver/pkg/archive/export"
 	"github.com/kube-events/events-apiserver/pkg/controller"
 	"github.com/kube-events/events-apiserver/pkg/etcdmaint"
 	"github.com/kube-events/events-apiserver/pkg/leaderelection"
@@ -67,10 +68,12 @@ var (
 	_ controller.Controller = &etcdmaint.Maintainer{}
 	_ controller.Controller = &eventstorage.Folder{}
 	_ controller.Controller = &archiver.Archiver{}
+	_ controller.Controller = &export.Exporter{}
 	_ controller.Controller = &etcdmaint.Compactor{}
 	_ controller.Controller = &chains.Annotator{}
 
 	_ controller.Reporter = &archiver.Archiver{}
+	_ controller.Reporter = &export.Exporter{}
 	_ controller.Reporter = &etcdmaint.Compactor{}
 	_ controller.Reporter = &etcdmaint.Maintainer{}
 	_ controller.Reporter = &mirror.Mirror{}
@@ -116,6 +119,14 @@ func (c CompletedConfig) newControllers(store *eventstorage.REST, a archive.Arch
 			return nil, fmt.Errorf("archiver: %w", err)
 		}
 		cfg.Elected = append(cfg.Elected, archiving)
+		if extra.Archive.Export != nil {
+			// Elected too: one replica moves the export's cursor.
+			exporting, err := c.newExporter(a, *extra.Archive.Export)
+			if err != nil {
+				return nil, fmt.Errorf("export: %w", err)
+			}
+			cfg.Elected = append(cfg.Elected, exporting)
+		}
 	}
 	if folder := store.Folder(); folder != nil {
 		cfg.EveryReplica = append(cfg.EveryReplica, folder)

@@ -203,3 +203,15 @@ func Unavailable(format string, args ...any) error {
 // (a non-positive limit, an operator other than =, == and !=); the API
 // answers 400 for it.
 var ErrInvalidQuery = errors.New("invalid archive query")
+
+// Scanner reads every archived state in the order the store wrote them,
+// for a follower of the archive (the OTLP export) that keeps its place as
+// a resourceVersion. Both engines implement it.
+type Scanner interface {
+	// Scan returns the states whose resourceVersion is in (after,
+	// through], ascending, each (UID, ResourceVersion) once, at most limit
+	// of them: the first limit states of that range. A state older than
+	// the retention is gone. An engine that cannot answer completely
+	// returns an error wrapping ErrUnavailable, never a short answer.
+	Scan(ctx context.Context, after, through int64, limit int) ([]Record, error)
+}

@@ -79,6 +79,7 @@ func (o CompletedOptions) Config() (*apiserver.Config, error) {
 	archiveConfig := o.archive.config(storageConfig.CompactionInterval)
 	if archiveConfig != nil {
 		storageConfig.CompactionInterval = 0
+		archiveConfig.Export = o.Export.config(o.exportSelection)
 	}
 	if storageConfig.StorageObjectCountTracker == nil {
 		storageConfig.StorageObjectCountTracker = cfg.StorageObjectCountTracker

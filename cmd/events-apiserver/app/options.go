@@ -23,6 +23,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 	"time"
 
 	eventstorage "github.com/kube-events/events-apiserver/pkg/registry/event/storage"
@@ -117,6 +118,8 @@ type Options struct {
 	LeaderElection LeaderElectionOptions
 	// Archive configures the history of events.
 	Archive ArchiveOptions
+	// Export configures the OTLP export of the archive.
+	Export ExportOptions
 	// Ancestry configures the resolution of events' chains of controller
 	// owners.
 	Ancestry AncestryOptions
@@ -137,6 +140,9 @@ type Options struct {
 	policy               *eventpolicy.EventPolicy
 	policyErr            error
 	convertedPolicyKinds []string
+	// exportPolicy is the export's selection, reloaded (exportSelection).
+	exportPolicy     *exportPolicy
+	exportPolicyOnce sync.Once
 }
 
 // completedOptions are Options with what Complete derived from them.
@@ -169,6 +175,7 @@ func NewOptions() *Options {
 		EtcdMaintenance:            newEtcdMaintenanceOptions(),
 		LeaderElection:             newLeaderElectionOptions(),
 		Archive:                    newArchiveOptions(),
+		Export:                     newExportOptions(),
 		Ancestry:                   newAncestryOptions(),
 		ControllerProgressDeadline: controller.DefaultProgressDeadline,
 		ready:                      make(chan struct{}),
@@ -236,6 +243,7 @@ func (o *Options) Flags() cliflag.NamedFlagSets {
 	o.Mirror.addFlags(fss.FlagSet("mirror"))
 	o.LeaderElection.addFlags(fss.FlagSet("leader election"))
 	o.Archive.addFlags(fss.FlagSet("archive"))
+	o.Export.addFlags(fss.FlagSet("export"))
 	o.Ancestry.addFlags(fss.FlagSet("ancestry"))
 
 	r := o.Recommended
@@ -350,6 +358,7 @@ func (o CompletedOptions) Validate() error {
 	errs = append(errs, o.EtcdMaintenance.validate()...)
 	errs = append(errs, o.LeaderElection.validate()...)
 	errs = append(errs, o.archive.validate()...)
+	errs = append(errs, o.Export.validate(o.archive.Mode)...)
 	errs = append(errs, o.Ancestry.validate()...)
 
 	if o.ControllerProgressDeadline <= 0 {

@@ -36,6 +36,30 @@ type EventPolicy struct {
 	// Series are the thresholds of event series, which the EventSeries
 	// admission plugin and the series controllers apply.
 	Series Series
+	// Export selects what the OTLP export of the archive sends.
+	Export Export
+}
+
+// Export selects the archived event states the OTLP export sends: those
+// whose namespace, type, reason and reporting controller are each in its
+// list (an empty list takes every value) and whose namespace is not
+// excluded, within NamespaceRate.
+type Export struct {
+	Namespaces           []string
+	ExcludedNamespaces   []string
+	Types                []string
+	Reasons              []string
+	ReportingControllers []string
+	// NamespaceRate bounds the states of one namespace exported, by the
+	// events' own time, so that one storm cannot flood the pipeline. A QPS
+	// of 0 is no bound.
+	NamespaceRate ExportRate
+}
+
+// ExportRate is a token bucket: QPS tokens a second, Burst at most.
+type ExportRate struct {
+	QPS   float64
+	Burst int32
 }
 
 // LimitType is what a limit keeps a token bucket for.

@@ -77,6 +77,7 @@ func Run(t *testing.T, open func(t *testing.T) Engine, opts Options) {
 		{"Retention", testRetention},
 		{"InvalidQuery", testInvalidQuery},
 		{"Summaries", testSummaries},
+		{"Scan", testScan},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -689,4 +690,65 @@ func testSummaries(t *testing.T, e Engine) {
 			t.Errorf("rows (-want +got):\n%s", diff)
 		}
 	})
+}
+
+// testScan reads states by resourceVersion range: ascending whatever their
+// time (numbers that cross a digit, so that the order is numeric), each
+// state once though appended twice, bounded by the limit, and past the
+// retention gone.
+func testScan(t *testing.T, e Engine) {
+	scanner, ok := e.Archive.(archive.Scanner)
+	if !ok {
+		t.Fatalf("%T does not implement archive.Scanner", e.Archive)
+	}
+	records := []archive.Record{
+		ev("a", "ns1", 9, 3*time.Minute),
+		ev("b", "ns2", 10, -time.Minute),
+		ev("a", "ns1", 11, time.Minute),
+		ev("c", "ns1", 12, 0),
+		ev("d", "ns2", 100, -30*time.Minute),
+	}
+	appendSync(t, e.Archive, records...)
+	appendSync(t, e.Archive, records[1], records[2]) // appended again
+	tests := []struct {
+		name           string
+		after, through int64
+		limit          int
+		want           []string
+	}{
+		{"all", 0, 1000, 10, []string{"a@9", "b@10", "a@11", "c@12", "d@100"}},
+		{"after is left out, through is in", 9, 12, 10, []string{"b@10", "a@11", "c@12"}},
+		{"the first of the range", 0, 1000, 2, []string{"a@9", "b@10"}},
+		{"nothing in range", 12, 99, 10, nil},
+		{"empty range", 12, 12, 10, nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := scanner.Scan(context.Background(), tc.after, tc.through, tc.limit)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, uids(got)); diff != "" {
+				t.Errorf("Scan(%d, %d, %d) (-want +got):\n%s", tc.after, tc.through, tc.limit, diff)
+			}
+			for _, r := range got {
+				want := ev(r.UID, r.Namespace, mustAtoi(t, r.ResourceVersion), 0)
+				if string(r.Object) != string(want.Object) {
+					t.Errorf("%s@%s: object %q, want %q", r.UID, r.ResourceVersion, r.Object, want.Object)
+				}
+			}
+		})
+	}
+	if _, err := scanner.Scan(context.Background(), 0, 10, 0); !errors.Is(err, archive.ErrInvalidQuery) {
+		t.Errorf("Scan with limit 0: got %v, want ErrInvalidQuery", err)
+	}
+}
+
+func mustAtoi(t *testing.T, s string) int {
+	t.Helper()
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
 }

@@ -50,6 +50,7 @@ func defaults() *eventpolicy.EventPolicy {
 		Folding: eventpolicy.Folding{Enabled: true, After: 10, Window: duration(10 * time.Minute), FlushInterval: duration(time.Second), CacheSize: 4096},
 		Series: eventpolicy.Series{FinishAfter: duration(6 * time.Minute), HeartbeatInterval: duration(30 * time.Minute),
 			HeartbeatSlack: duration(6 * time.Minute), SweepInterval: duration(time.Minute)},
+		Export: eventpolicy.Export{NamespaceRate: eventpolicy.ExportRate{QPS: 100, Burst: 1000}},
 	}
 }
 
@@ -90,6 +91,19 @@ func TestDecode(t *testing.T) {
 		},
 		{name: "policy: no limits", file: policyHeader + "limits: []\n", want: with(func(p *eventpolicy.EventPolicy) { p.Limits = []eventpolicy.Limit{} }), wantKind: "EventPolicy"},
 		{name: "policy: unknown field", file: policyHeader + "series: {finish: 1m}\n", wantErr: `unknown field "series.finish"`},
+		{
+			name: "policy: export selection",
+			file: policyHeader + "export: {namespaces: [shop], excludedNamespaces: [kube-node-lease], types: [Warning], reasons: [BackOff], " +
+				"reportingControllers: [kubelet], namespaceRate: {qps: 0, burst: 0}}\n",
+			want: with(func(p *eventpolicy.EventPolicy) {
+				p.Export = eventpolicy.Export{Namespaces: []string{"shop"}, ExcludedNamespaces: []string{"kube-node-lease"}, Types: []string{"Warning"},
+					Reasons: []string{"BackOff"}, ReportingControllers: []string{"kubelet"}}
+			}),
+			wantKind: "EventPolicy",
+		},
+		{name: "policy: export selection with an empty value", file: policyHeader + "export: {reasons: [\"\"]}\n", wantErr: "export.reasons[0]: Required value"},
+		{name: "policy: export rate without a burst", file: policyHeader + "export: {namespaceRate: {qps: 5, burst: 0}}\n",
+			wantErr: "export.namespaceRate.burst: Invalid value: 0: must be at least 1 with a positive qps"},
 
 		// EventRateLimitConfiguration, as admission configuration files give it.
 		{name: "rate limit header only: defaults", file: rateLimitHeader, want: defaults(), wantKind: "EventRateLimitConfiguration"},
@@ -231,6 +245,7 @@ func TestRoundTrip(t *testing.T) {
 			p.Limits = []eventpolicy.Limit{{Type: eventpolicy.Namespace, QPS: 0.5, Burst: 3, CacheSize: 7}}
 			p.Folding = eventpolicy.Folding{After: 1, Window: duration(time.Second), FlushInterval: duration(time.Millisecond), CacheSize: 1}
 			p.Series.SweepInterval = duration(time.Hour)
+			p.Export = eventpolicy.Export{Types: []string{"Warning"}, NamespaceRate: eventpolicy.ExportRate{QPS: 5, Burst: 50}}
 		}),
 	} {
 		versioned := &v1alpha1.EventPolicy{}

@@ -42,6 +42,10 @@ const (
 	DefaultHeartbeatInterval = 30 * time.Minute
 	DefaultHeartbeatSlack    = 6 * time.Minute
 	DefaultSweepInterval     = time.Minute
+	// DefaultExportQPS and DefaultExportBurst bound the states of one
+	// namespace the OTLP export sends.
+	DefaultExportQPS   = 100
+	DefaultExportBurst = 1000
 )
 
 func addDefaultingFuncs(scheme *runtime.Scheme) error {
@@ -99,5 +103,12 @@ func SetDefaults_Series(obj *Series) {
 		if *d.field == nil {
 			*d.field = &metav1.Duration{Duration: d.value}
 		}
+	}
+}
+
+// SetDefaults_Export bounds each namespace's export to the default rate.
+func SetDefaults_Export(obj *Export) {
+	if obj.NamespaceRate == nil {
+		obj.NamespaceRate = &ExportRate{QPS: DefaultExportQPS, Burst: DefaultExportBurst}
 	}
 }

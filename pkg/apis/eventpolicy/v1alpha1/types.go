@@ -36,6 +36,42 @@ type EventPolicy struct {
 	Folding Folding `json:"folding,omitempty"`
 	// Series are the thresholds of event series.
 	Series Series `json:"series,omitempty"`
+	// Export selects what the OTLP export of the archive sends
+	// (--export-otlp-endpoint); the file is read again while the server
+	// runs, and a change applies from the export's next batch.
+	Export Export `json:"export,omitempty"`
+}
+
+// Export selects the archived event states the OTLP export sends: those
+// whose namespace, type, reason and reporting controller are each in its
+// list (an empty or unset list takes every value) and whose namespace is
+// not excluded, within namespaceRate.
+type Export struct {
+	// Namespaces are the namespaces exported; every one when empty.
+	Namespaces []string `json:"namespaces,omitempty"`
+	// ExcludedNamespaces are never exported.
+	ExcludedNamespaces []string `json:"excludedNamespaces,omitempty"`
+	// Types are the types exported (Normal, Warning).
+	Types []string `json:"types,omitempty"`
+	// Reasons are the reasons exported.
+	Reasons []string `json:"reasons,omitempty"`
+	// ReportingControllers are the reporting controllers exported
+	// (core/v1: reportingComponent).
+	ReportingControllers []string `json:"reportingControllers,omitempty"`
+	// NamespaceRate bounds the states of one namespace exported per second
+	// of the events' own time (their last observation), so that a backlog
+	// sent after an outage is bounded as it was live, and one storm cannot
+	// flood the pipeline; a folded series exports as its states. Default
+	// 100/s, burst 1000; a qps of 0 is no bound.
+	NamespaceRate *ExportRate `json:"namespaceRate,omitempty"`
+}
+
+// ExportRate is a token bucket.
+type ExportRate struct {
+	// QPS is how many states per second the bucket refills.
+	QPS float64 `json:"qps"`
+	// Burst is the bucket's size.
+	Burst int32 `json:"burst"`
 }
 
 // LimitType is what a limit keeps a token bucket for: Reporter, Namespace

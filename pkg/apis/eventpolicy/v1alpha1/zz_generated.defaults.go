@@ -45,6 +45,7 @@ func SetObjectDefaults_EventPolicy(in *EventPolicy) {
 	}
 	SetDefaults_Folding(&in.Folding)
 	SetDefaults_Series(&in.Series)
+	SetDefaults_Export(&in.Export)
 }
 
 func SetObjectDefaults_EventRateLimitConfiguration(in *EventRateLimitConfiguration) {

@@ -29,7 +29,35 @@ import (
 func ValidateEventPolicy(policy *eventpolicy.EventPolicy) field.ErrorList {
 	errs := ValidateLimits(policy.Limits, field.NewPath("limits"))
 	errs = append(errs, ValidateFolding(policy.Folding, field.NewPath("folding"))...)
-	return append(errs, ValidateSeries(policy.Series, field.NewPath("series"))...)
+	errs = append(errs, ValidateSeries(policy.Series, field.NewPath("series"))...)
+	return append(errs, ValidateExport(policy.Export, field.NewPath("export"))...)
+}
+
+// ValidateExport checks the export's selection: no empty values, a rate
+// that is no bound (qps 0) or a bucket of at least one token.
+func ValidateExport(export eventpolicy.Export, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for _, list := range []struct {
+		name   string
+		values []string
+	}{
+		{"namespaces", export.Namespaces}, {"excludedNamespaces", export.ExcludedNamespaces}, {"types", export.Types},
+		{"reasons", export.Reasons}, {"reportingControllers", export.ReportingControllers},
+	} {
+		for i, v := range list.values {
+			if v == "" {
+				errs = append(errs, field.Required(path.Child(list.name).Index(i), "must not be empty"))
+			}
+		}
+	}
+	rate := path.Child("namespaceRate")
+	if export.NamespaceRate.QPS < 0 {
+		errs = append(errs, field.Invalid(rate.Child("qps"), export.NamespaceRate.QPS, "must not be negative"))
+	}
+	if export.NamespaceRate.QPS > 0 && export.NamespaceRate.Burst < 1 {
+		errs = append(errs, field.Invalid(rate.Child("burst"), export.NamespaceRate.Burst, "must be at least 1 with a positive qps"))
+	}
+	return errs
 }
 
 // ValidateLimits checks the limits: known types, each at most once,
