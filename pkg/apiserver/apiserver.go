@@ -105,7 +105,7 @@ type ExtraConfig struct {
 	EtcdMaintenance *etcdmaint.Config
 	// Chains, when set, resolves the chain of controller owners of each
 	// new event's regarding object, which the event keeps in the
-	// ancestry.Annotation (see pkg/ancestry); an elected controller
+	// ownerchain.Annotation; an elected controller
 	// resolves again the chains cut short (pkg/registry/event/chains), and
 	// the archiver completes from its cache those of the states it
 	// archives. Nil without a kube-apiserver to read it from

@@ -25,6 +25,7 @@ import (
 	"github.com/kube-events/events-apiserver/pkg/ancestry"
 	"github.com/kube-events/events-apiserver/pkg/apis/core"
 	"github.com/kube-events/events-apiserver/pkg/archive"
+	"github.com/kube-events/events-apiserver/pkg/ownerchain"
 	eventregistry "github.com/kube-events/events-apiserver/pkg/registry/event"
 	eventstorage "github.com/kube-events/events-apiserver/pkg/registry/event/storage"
 )
@@ -70,8 +71,8 @@ type ChainLookup interface {
 // given its chain (see pkg/registry/event/chains). It tells whether it
 // changed event.
 func withCachedChain(event *core.Event, chains ChainLookup) bool {
-	_, pending := event.Annotations[ancestry.PendingAnnotation]
-	if _, stored := event.Annotations[ancestry.Annotation]; stored && !pending {
+	_, pending := event.Annotations[ownerchain.PendingAnnotation]
+	if _, stored := event.Annotations[ownerchain.Annotation]; stored && !pending {
 		return false
 	}
 	chain := chains.Lookup(eventregistry.RegardingReference(event))

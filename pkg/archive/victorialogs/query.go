@@ -113,7 +113,7 @@ func filter(q *archive.Query) (string, error) {
 
 // ancestorFilter is the LogsQL filter of an ancestor term: the regarding
 // object is the one value names (its Kind/name or UID), or value is in the
-// chain of its ancestors, a JSON array of strings (pkg/ancestry).
+// chain of its ancestors, a JSON array of strings (pkg/ownerchain).
 func ancestorFilter(value string) string {
 	regarding := func(f string) string {
 		return strconv.Quote(column(eventconversion.PrefixInvolvedObject + f))

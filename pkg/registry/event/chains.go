@@ -21,6 +21,7 @@ import (
 
 	"github.com/kube-events/events-apiserver/pkg/ancestry"
 	"github.com/kube-events/events-apiserver/pkg/apis/core"
+	"github.com/kube-events/events-apiserver/pkg/ownerchain"
 )
 
 // ChainResolver finds the chain of controller owners of the object an
@@ -31,22 +32,22 @@ type ChainResolver interface {
 }
 
 // setChain sets a new event's chain of controller owners, the
-// ancestry.Annotation, to what the resolver finds, and marks it with the
-// ancestry.PendingAnnotation when the resolution stopped short for a
+// ownerchain.Annotation, to what the resolver finds, and marks it with the
+// ownerchain.PendingAnnotation when the resolution stopped short for a
 // failure that may pass. The server owns both: what the client sent in them
 // is dropped; the chain is absent when it is empty or there is no
 // resolver.
 func (s Strategy) setChain(ctx context.Context, event *core.Event) {
-	delete(event.Annotations, ancestry.Annotation)
-	delete(event.Annotations, ancestry.PendingAnnotation)
+	delete(event.Annotations, ownerchain.Annotation)
+	delete(event.Annotations, ownerchain.PendingAnnotation)
 	if s.chains == nil {
 		return
 	}
 	SetChain(event, s.chains.Resolve(ctx, RegardingReference(event)))
 }
 
-// SetChain sets event's annotations to chain: the ancestry.Annotation when
-// it has ancestors, the ancestry.PendingAnnotation when it is pending; each
+// SetChain sets event's annotations to chain: the ownerchain.Annotation when
+// it has ancestors, the ownerchain.PendingAnnotation when it is pending; each
 // is removed otherwise.
 func SetChain(event *core.Event, chain ancestry.Chain) {
 	set := func(key, value string) {
@@ -59,8 +60,8 @@ func SetChain(event *core.Event, chain ancestry.Chain) {
 		}
 		event.Annotations[key] = value
 	}
-	set(ancestry.Annotation, ancestry.Encode(chain.Ancestors))
-	set(ancestry.PendingAnnotation, chain.Pending)
+	set(ownerchain.Annotation, ownerchain.Encode(chain.Ancestors))
+	set(ownerchain.PendingAnnotation, chain.Pending)
 }
 
 // keepChain keeps the chain an updated event was stored with, whatever the
@@ -70,16 +71,16 @@ func SetChain(event *core.Event, chain ancestry.Chain) {
 // owners) or with a pending one is resolved again, as a new event is: the
 // resolver's cache makes asking again cheap.
 func (s Strategy) keepChain(ctx context.Context, event, old *core.Event) {
-	chain, ok := old.Annotations[ancestry.Annotation]
-	if _, pending := old.Annotations[ancestry.PendingAnnotation]; !ok || pending {
+	chain, ok := old.Annotations[ownerchain.Annotation]
+	if _, pending := old.Annotations[ownerchain.PendingAnnotation]; !ok || pending {
 		s.setChain(ctx, event)
 		return
 	}
-	delete(event.Annotations, ancestry.PendingAnnotation)
+	delete(event.Annotations, ownerchain.PendingAnnotation)
 	if event.Annotations == nil {
 		event.Annotations = map[string]string{}
 	}
-	event.Annotations[ancestry.Annotation] = chain
+	event.Annotations[ownerchain.Annotation] = chain
 }
 
 // RegardingReference is what the resolver needs of the object event is

@@ -17,7 +17,7 @@ limitations under the License.
 // Package chains gives their chain of controller owners to the stored
 // events that lack it: those whose chain stopped short for a failure that
 // may pass (kube-apiserver unreachable, a spent budget), marked with the
-// ancestry.PendingAnnotation, and, in offload mode, those that reach the
+// ownerchain.PendingAnnotation, and, in offload mode, those that reach the
 // store without going through its strategy, as kube-apiserver writes the
 // cluster's events straight into this server's etcd.
 package chains
@@ -46,6 +46,7 @@ import (
 	"github.com/kube-events/events-apiserver/pkg/ancestry"
 	"github.com/kube-events/events-apiserver/pkg/apis/core"
 	corev1 "github.com/kube-events/events-apiserver/pkg/apis/core/v1"
+	"github.com/kube-events/events-apiserver/pkg/ownerchain"
 	eventregistry "github.com/kube-events/events-apiserver/pkg/registry/event"
 	eventstorage "github.com/kube-events/events-apiserver/pkg/registry/event/storage"
 )
@@ -234,14 +235,14 @@ func (a *Annotator) consider(ctx context.Context, kv *mvccpb.KeyValue, queue wor
 
 // wants tells whether event is one to give a chain.
 func (a *Annotator) wants(event *core.Event) bool {
-	_, pending := event.Annotations[ancestry.PendingAnnotation]
-	_, chain := event.Annotations[ancestry.Annotation]
+	_, pending := event.Annotations[ownerchain.PendingAnnotation]
+	_, chain := event.Annotations[ownerchain.Annotation]
 	return pending || (!chain && a.cfg.Unannotated)
 }
 
-// pendingKey is the ancestry.PendingAnnotation's key as it is in a stored
+// pendingKey is the ownerchain.PendingAnnotation's key as it is in a stored
 // event's bytes, JSON or protobuf alike.
-var pendingKey = []byte(ancestry.PendingAnnotation)
+var pendingKey = []byte(ownerchain.PendingAnnotation)
 
 // processNext annotates one queued event; false once the queue shut down.
 func (a *Annotator) processNext(ctx context.Context, queue workqueue.TypedRateLimitingInterface[item]) bool {
@@ -290,8 +291,8 @@ func (a *Annotator) annotate(ctx context.Context, next item) error {
 	if !ok {
 		return fmt.Errorf("getting event %s returned %T", next.event, obj)
 	}
-	_, pending := event.Annotations[ancestry.PendingAnnotation]
-	_, stored := event.Annotations[ancestry.Annotation]
+	_, pending := event.Annotations[ownerchain.PendingAnnotation]
+	_, stored := event.Annotations[ownerchain.Annotation]
 	if !pending && (stored || len(chain.Ancestors) == 0) {
 		return nil
 	}

@@ -26,9 +26,9 @@ import (
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apiserver/pkg/storage"
 
-	"github.com/kube-events/events-apiserver/pkg/ancestry"
 	"github.com/kube-events/events-apiserver/pkg/apis/core"
 	eventconversion "github.com/kube-events/events-apiserver/pkg/conversion"
+	"github.com/kube-events/events-apiserver/pkg/ownerchain"
 )
 
 // The watch cache keeps the selectable field set of every cached event for
@@ -154,7 +154,7 @@ func appendSelectableValues(values []string, event *core.Event) []string {
 	}
 	return append(values, event.Reason, event.Action, source,
 		eventconversion.ReportingController(event.ReportingController, event.Source.Component),
-		event.ReportingInstance, event.Type, seriesState, stateless, event.Annotations[ancestry.Annotation])
+		event.ReportingInstance, event.Type, seriesState, stateless, event.Annotations[ownerchain.Annotation])
 }
 
 // appendReference appends the values of ObjectReferenceFields.
@@ -295,7 +295,7 @@ func (s packedSelector) Matches(f fields.Fields) bool {
 		return false
 	}
 	for _, r := range s.ancestors {
-		in := ancestry.Matches(f.Get(eventconversion.PrefixInvolvedObject+"kind"), f.Get(eventconversion.PrefixInvolvedObject+"name"),
+		in := ownerchain.Matches(f.Get(eventconversion.PrefixInvolvedObject+"kind"), f.Get(eventconversion.PrefixInvolvedObject+"name"),
 			f.Get(eventconversion.PrefixInvolvedObject+"uid"), f.Get(eventconversion.FieldAncestor), r.Value)
 		if in == (r.Operator == selection.NotEquals) {
 			return false

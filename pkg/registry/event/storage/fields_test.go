@@ -28,9 +28,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apiserver/pkg/storage"
 
-	"github.com/kube-events/events-apiserver/pkg/ancestry"
 	"github.com/kube-events/events-apiserver/pkg/apis/core"
 	eventconversion "github.com/kube-events/events-apiserver/pkg/conversion"
+	"github.com/kube-events/events-apiserver/pkg/ownerchain"
 )
 
 // The packed set GetAttrs gives the watch cache selects exactly as the
@@ -138,7 +138,7 @@ func TestGetAttrsPacksTheRepeatingValues(t *testing.T) {
 		"metadata.name": event.Name, "metadata.namespace": event.Namespace,
 		"involvedObject.name": "pod-a", "involvedObject.uid": "uid-a", "involvedObject.resourceVersion": "7",
 		"related.name": "node-1", "related.uid": "uid-n",
-		"involvedObject.ancestor": event.Annotations[ancestry.Annotation],
+		"involvedObject.ancestor": event.Annotations[ownerchain.Annotation],
 		packedKey:                 packed[packedKey],
 	}
 	if diff := cmp.Diff(want, packed); diff != "" {
@@ -284,7 +284,7 @@ func TestSeriesStateIndex(t *testing.T) {
 // packed and plain sets and objects alike, ANDed with the other terms.
 func TestAncestorTerms(t *testing.T) {
 	withChain := fullEvent()
-	withChain.Annotations = map[string]string{ancestry.Annotation: ancestry.Encode([]ancestry.Ancestor{
+	withChain.Annotations = map[string]string{ownerchain.Annotation: ownerchain.Encode([]ownerchain.Ancestor{
 		{Kind: "ReplicaSet", Name: "web-7d4f9", UID: "uid-rs"},
 		{Kind: "Deployment", Name: "web", UID: "uid-deploy"},
 	})}

@@ -24,9 +24,9 @@ import (
 	"k8s.io/apiserver/pkg/storage"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/kube-events/events-apiserver/pkg/ancestry"
 	"github.com/kube-events/events-apiserver/pkg/apis/core"
 	eventconversion "github.com/kube-events/events-apiserver/pkg/conversion"
+	"github.com/kube-events/events-apiserver/pkg/ownerchain"
 )
 
 // The watch cache indexes events by the fields users select on most, so
@@ -71,7 +71,7 @@ func Indexers() *cache.Indexers {
 				return nil, fmt.Errorf("not an event: %T", obj)
 			}
 			regarding := &event.InvolvedObject
-			return ancestry.Terms(regarding.Kind, regarding.Name, string(regarding.UID), event.Annotations[ancestry.Annotation]), nil
+			return ownerchain.Terms(regarding.Kind, regarding.Name, string(regarding.UID), event.Annotations[ownerchain.Annotation]), nil
 		},
 		storage.FieldIndex(IndexSeriesState): func(obj any) ([]string, error) {
 			event, ok := obj.(*core.Event)

@@ -23,9 +23,9 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 
-	"github.com/kube-events/events-apiserver/pkg/ancestry"
 	"github.com/kube-events/events-apiserver/pkg/apis/core"
 	eventconversion "github.com/kube-events/events-apiserver/pkg/conversion"
+	"github.com/kube-events/events-apiserver/pkg/ownerchain"
 )
 
 // canonicalLabels are every label the registry must expose, per pkg/conversion.
@@ -45,7 +45,7 @@ func canonicalLabels() []string {
 func fullEvent() *core.Event {
 	return &core.Event{
 		ObjectMeta: metav1.ObjectMeta{Name: "pod-a.1", Namespace: "default", Labels: map[string]string{"team": "a"},
-			Annotations: map[string]string{ancestry.Annotation: `["ReplicaSet/rs-a","uid-rs"]`}},
+			Annotations: map[string]string{ownerchain.Annotation: `["ReplicaSet/rs-a","uid-rs"]`}},
 		InvolvedObject: core.ObjectReference{
 			Kind: "Pod", Namespace: "default", Name: "pod-a", UID: "uid-a",
 			APIVersion: "v1", ResourceVersion: "7", FieldPath: "spec.containers{app}",
