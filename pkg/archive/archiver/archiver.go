@@ -42,7 +42,7 @@ import (
 
 	"github.com/kube-events/events-apiserver/pkg/archive"
 	"github.com/kube-events/events-apiserver/pkg/controller/health"
-	eventstorage "github.com/kube-events/events-apiserver/pkg/registry/event/storage"
+	"github.com/kube-events/events-apiserver/pkg/storedevent"
 )
 
 // Defaults of Config.
@@ -411,11 +411,11 @@ func (f *follower) receive(ctx context.Context, resp clientv3.WatchResponse) {
 
 // record decodes one stored state into its archive record.
 func (f *follower) record(ctx context.Context, kv *mvccpb.KeyValue) (archive.Record, error) {
-	data, err := eventstorage.PlainValue(ctx, f.cfg.Transformer, f.cfg.StoragePrefix, kv)
+	data, err := storedevent.PlainValue(ctx, f.cfg.Transformer, f.cfg.StoragePrefix, kv)
 	if err != nil {
 		return archive.Record{}, err
 	}
-	event, err := eventstorage.DecodeEvent(f.cfg.Codec, data)
+	event, err := storedevent.Decode(f.cfg.Codec, data)
 	if err != nil {
 		return archive.Record{}, err
 	}

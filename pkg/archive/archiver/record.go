@@ -26,8 +26,7 @@ import (
 	"github.com/kube-events/events-apiserver/pkg/apis/core"
 	"github.com/kube-events/events-apiserver/pkg/archive"
 	"github.com/kube-events/events-apiserver/pkg/ownerchain"
-	eventregistry "github.com/kube-events/events-apiserver/pkg/registry/event"
-	eventstorage "github.com/kube-events/events-apiserver/pkg/registry/event/storage"
+	"github.com/kube-events/events-apiserver/pkg/storedevent"
 )
 
 // NewRecord is the archive record of one stored state of an event: event
@@ -49,7 +48,7 @@ func NewRecord(event *core.Event, encoder runtime.Encoder, revision int64) (arch
 		Name:            event.Name,
 		ResourceVersion: strconv.FormatInt(revision, 10),
 		Time:            core.LastObserved(event), // the order of history answers
-		Fields:          eventstorage.SelectableFields(event),
+		Fields:          storedevent.SelectableFields(event),
 		Object:          object,
 		// What a summary counts, by the rule of the live summaries.
 		Occurrences:   core.Occurrences(event),
@@ -75,10 +74,10 @@ func withCachedChain(event *core.Event, chains ChainLookup) bool {
 	if _, stored := event.Annotations[ownerchain.Annotation]; stored && !pending {
 		return false
 	}
-	chain := chains.Lookup(eventregistry.RegardingReference(event))
+	chain := chains.Lookup(ancestry.RegardingReference(event))
 	if chain.Pending != "" || (len(chain.Ancestors) == 0 && !pending) {
 		return false
 	}
-	eventregistry.SetChain(event, chain)
+	ancestry.SetChain(event, chain)
 	return true
 }

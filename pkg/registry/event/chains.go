@@ -43,25 +43,7 @@ func (s Strategy) setChain(ctx context.Context, event *core.Event) {
 	if s.chains == nil {
 		return
 	}
-	SetChain(event, s.chains.Resolve(ctx, RegardingReference(event)))
-}
-
-// SetChain sets event's annotations to chain: the ownerchain.Annotation when
-// it has ancestors, the ownerchain.PendingAnnotation when it is pending; each
-// is removed otherwise.
-func SetChain(event *core.Event, chain ancestry.Chain) {
-	set := func(key, value string) {
-		if value == "" {
-			delete(event.Annotations, key)
-			return
-		}
-		if event.Annotations == nil {
-			event.Annotations = map[string]string{}
-		}
-		event.Annotations[key] = value
-	}
-	set(ownerchain.Annotation, ownerchain.Encode(chain.Ancestors))
-	set(ownerchain.PendingAnnotation, chain.Pending)
+	ancestry.SetChain(event, s.chains.Resolve(ctx, ancestry.RegardingReference(event)))
 }
 
 // keepChain keeps the chain an updated event was stored with, whatever the
@@ -81,22 +63,4 @@ func (s Strategy) keepChain(ctx context.Context, event, old *core.Event) {
 		event.Annotations = map[string]string{}
 	}
 	event.Annotations[ownerchain.Annotation] = chain
-}
-
-// RegardingReference is what the resolver needs of the object event is
-// about. A namespaced object's events are in its namespace, which a
-// reference that leaves it out means.
-func RegardingReference(event *core.Event) ancestry.Reference {
-	regarding := event.InvolvedObject
-	namespace := regarding.Namespace
-	if namespace == "" {
-		namespace = event.Namespace
-	}
-	return ancestry.Reference{
-		APIVersion: regarding.APIVersion,
-		Kind:       regarding.Kind,
-		Namespace:  namespace,
-		Name:       regarding.Name,
-		UID:        regarding.UID,
-	}
 }

@@ -48,7 +48,7 @@ import (
 	corev1 "github.com/kube-events/events-apiserver/pkg/apis/core/v1"
 	"github.com/kube-events/events-apiserver/pkg/ownerchain"
 	eventregistry "github.com/kube-events/events-apiserver/pkg/registry/event"
-	eventstorage "github.com/kube-events/events-apiserver/pkg/registry/event/storage"
+	"github.com/kube-events/events-apiserver/pkg/storedevent"
 )
 
 const (
@@ -212,13 +212,13 @@ func (a *Annotator) readAll(ctx context.Context, client *clientv3.Client, queue 
 // consider queues the event kv holds if its chain is pending, or absent
 // with Config.Unannotated.
 func (a *Annotator) consider(ctx context.Context, kv *mvccpb.KeyValue, queue workqueue.TypedRateLimitingInterface[item]) {
-	data, err := eventstorage.PlainValue(ctx, a.cfg.Transformer, a.cfg.StoragePrefix, kv)
+	data, err := storedevent.PlainValue(ctx, a.cfg.Transformer, a.cfg.StoragePrefix, kv)
 	if err == nil && !a.cfg.Unannotated && !bytes.Contains(data, pendingKey) {
 		return // most events, checked without decoding them
 	}
 	var event *core.Event
 	if err == nil {
-		event, err = eventstorage.DecodeEvent(a.cfg.Codec, data)
+		event, err = storedevent.Decode(a.cfg.Codec, data)
 	}
 	if err != nil {
 		klog.FromContext(ctx).V(2).Info("Skipping a stored event that does not decode", "key", string(kv.Key), "err", err)
@@ -229,7 +229,7 @@ func (a *Annotator) consider(ctx context.Context, kv *mvccpb.KeyValue, queue wor
 	}
 	queue.Add(item{
 		event:     types.NamespacedName{Namespace: event.Namespace, Name: event.Name},
-		regarding: eventregistry.RegardingReference(event),
+		regarding: ancestry.RegardingReference(event),
 	})
 }
 

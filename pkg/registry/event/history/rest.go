@@ -46,6 +46,7 @@ import (
 	"github.com/kube-events/events-apiserver/pkg/apis/core"
 	"github.com/kube-events/events-apiserver/pkg/archive"
 	eventstorage "github.com/kube-events/events-apiserver/pkg/registry/event/storage"
+	"github.com/kube-events/events-apiserver/pkg/storedevent"
 )
 
 const (
@@ -381,7 +382,7 @@ func (r *REST) liveFromTimeline(ctx context.Context, pred storage.SelectionPredi
 // namespace, UID and the resourceVersion it was written at, which the
 // record holds beside the object (see archive.Record.Object).
 func (r *REST) decode(record archive.Record) (*core.Event, error) {
-	event, err := eventstorage.DecodeEvent(r.decoder, record.Object)
+	event, err := storedevent.Decode(r.decoder, record.Object)
 	if err != nil {
 		return nil, err
 	}

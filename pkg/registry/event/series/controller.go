@@ -37,6 +37,7 @@ import (
 	"github.com/kube-events/events-apiserver/pkg/apis/eventpolicy"
 	eventregistry "github.com/kube-events/events-apiserver/pkg/registry/event"
 	eventstorage "github.com/kube-events/events-apiserver/pkg/registry/event/storage"
+	"github.com/kube-events/events-apiserver/pkg/storedevent"
 )
 
 // controllerWorkers is how many events the controller writes at once.
@@ -108,7 +109,7 @@ func (c *StateController) Run(ctx context.Context) {
 }
 
 // stateless selects the series stored without a state.
-var stateless = fields.OneTermEqualSelector(eventstorage.FieldStatelessSeries, "true")
+var stateless = fields.OneTermEqualSelector(storedevent.FieldStatelessSeries, "true")
 
 // enqueueStateless queues every series stored without a state (the list's
 // selector picks them; sync checks each again as it reads it); the queue
@@ -160,7 +161,7 @@ func (c *StateController) sync(ctx context.Context, key types.NamespacedName) er
 	if !ok {
 		return fmt.Errorf("getting event %s returned %T", key, obj)
 	}
-	if !eventstorage.IsStatelessSeries(event) {
+	if !storedevent.IsStatelessSeries(event) {
 		return nil
 	}
 	updated := event.DeepCopy()

@@ -27,6 +27,7 @@ import (
 	"github.com/kube-events/events-apiserver/pkg/apis/core"
 	eventconversion "github.com/kube-events/events-apiserver/pkg/conversion"
 	"github.com/kube-events/events-apiserver/pkg/ownerchain"
+	"github.com/kube-events/events-apiserver/pkg/storedevent"
 )
 
 // The watch cache indexes events by the fields users select on most, so
@@ -54,10 +55,10 @@ const (
 )
 
 // indexedFields are the fields with an index, in the order the watch cache
-// tries them when a selector names several. FieldStatelessSeries is the
-// series-state controller's: its index holds only the series stored
+// tries them when a selector names several. storedevent.FieldStatelessSeries
+// is the series-state controller's: its index holds only the series stored
 // without a state, so the controller's periodic list reads those alone.
-var indexedFields = []string{IndexRegardingName, IndexAncestor, IndexRelatedName, FieldStatelessSeries, IndexSeriesState}
+var indexedFields = []string{IndexRegardingName, IndexAncestor, IndexRelatedName, storedevent.FieldStatelessSeries, IndexSeriesState}
 
 // Indexers are the watch cache's indexes, one per indexed field, named as
 // the cacher expects (storage.FieldIndex).
@@ -83,12 +84,12 @@ func Indexers() *cache.Indexers {
 			}
 			return []string{string(event.Series.State)}, nil
 		},
-		storage.FieldIndex(FieldStatelessSeries): func(obj any) ([]string, error) {
+		storage.FieldIndex(storedevent.FieldStatelessSeries): func(obj any) ([]string, error) {
 			event, ok := obj.(*core.Event)
 			if !ok {
 				return nil, fmt.Errorf("not an event: %T", obj)
 			}
-			if !IsStatelessSeries(event) {
+			if !storedevent.IsStatelessSeries(event) {
 				return nil, nil // indexed under no value: every other event costs the index nothing
 			}
 			return []string{"true"}, nil
@@ -111,7 +112,7 @@ func RegardingName(obj runtime.Object) string {
 }
 
 // relatedName is the name of the event's related object, or "" without
-// one, as SelectableFields selects it.
+// one, as storedevent.SelectableFields selects it.
 func relatedName(obj runtime.Object) string {
 	if related := obj.(*core.Event).Related; related != nil {
 		return related.Name
