@@ -131,6 +131,10 @@ type Options struct {
 	standalone bool
 	// ready is closed by Run once the server is ready (see Ready).
 	ready chan struct{}
+	// memory is the process's memory limit, which EventMemoryPressure
+	// reads; NewCommand sets it, and without it the Go heap's soft limit
+	// is the limit.
+	memory *MemoryLimit
 	// policy is the event policy once decoded, policyErr why it was not;
 	// convertedPolicyKinds the former plugin kinds it was converted from.
 	// The admission plugins' factories read it, so it lives here.
@@ -172,6 +176,7 @@ func NewOptions() *Options {
 		Ancestry:                   newAncestryOptions(),
 		ControllerProgressDeadline: controller.DefaultProgressDeadline,
 		ready:                      make(chan struct{}),
+		memory:                     &MemoryLimit{},
 	}
 	o.Recommended.Etcd.DefaultStorageMediaType = apiserver.StorageMediaType
 	// The loops' dependency checks are as open as the other health checks.

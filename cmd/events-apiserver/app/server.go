@@ -57,9 +57,11 @@ func init() {
 	overrideFeatureGateDefaults()
 }
 
-// NewCommand returns the events-apiserver command, running until ctx ends.
-func NewCommand(ctx context.Context) *cobra.Command {
+// NewCommand returns the events-apiserver command, running until ctx ends
+// within memory, the process's memory limit (SetMemoryLimit).
+func NewCommand(ctx context.Context, memory *MemoryLimit) *cobra.Command {
 	o := NewOptions()
+	*o.memory = *memory
 	cmd := &cobra.Command{
 		Use:   "events-apiserver",
 		Short: "Serve Kubernetes Events through core/v1, events.k8s.io/v1beta1 and events.k8s.io/v1 from one TTL'd etcd store",
