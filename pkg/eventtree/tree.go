@@ -66,9 +66,6 @@ type Occurrence struct {
 	Count   int32
 }
 
-// IsSpan tells an occurrence observed over a period from a single one.
-func (o Occurrence) IsSpan() bool { return o.Last.After(o.First) }
-
 // Node is one object of the tree.
 type Node struct {
 	Ref      ObjectRef
