@@ -92,7 +92,7 @@ func newREST(strategy eventregistry.Strategy, optsGetter generic.RESTOptionsGett
 	}
 	table := newStringTable()
 	options := &generic.StoreOptions{
-		RESTOptions: eventStorage{RESTOptionsGetter: optsGetter, table: table, folder: folder},
+		RESTOptions: internFoldRESTOptions{RESTOptionsGetter: optsGetter, table: table, folder: folder},
 		AttrFunc:    newAttrFunc(table),
 		Indexers:    Indexers(),
 		TriggerFunc: TriggerFuncs(),
