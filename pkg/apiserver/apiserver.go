@@ -178,7 +178,7 @@ func (c CompletedConfig) New(ctx context.Context) (_ *EventsServer, err error) {
 	// Writes refused by an etcd out of space answer 503 with a Retry-After.
 	// Under an election, the elected loops' writes are fenced.
 	storageOptions := c.GenericConfig.RESTOptionsGetter
-	// With an archive, the watch cache orders the live events by their
+	// With an archive, the store's cache orders the live events by their
 	// last observation too: history pages read theirs alone.
 	var timeline *eventstorage.Timeline
 	if c.ExtraConfig.Archive != nil {

@@ -99,7 +99,8 @@ type Options struct {
 	// EventTTL is how long an event lives after its last write.
 	EventTTL time.Duration
 	// StoreCache is what serves the store's reads from memory (with
-	// --watch-cache): the watch cache or the compact live store.
+	// --watch-cache): the compact live store or k8s.io/apiserver's watch
+	// cache.
 	StoreCache string
 	// EventPolicyConfig is the file of the event policy (see eventPolicy).
 	EventPolicyConfig string

@@ -306,7 +306,7 @@ func (r *REST) readLive(ctx context.Context, options *metainternalversion.ListOp
 		return r.liveFromList(ctx, options, q, after)
 	}
 	// As fresh as a consistent list: every change etcd had now. A timeline
-	// that cannot say so (etcd unreachable, the watch cache relisting)
+	// that cannot say so (etcd unreachable, the store's cache relisting)
 	// leaves the page to the list, whose errors are the store's.
 	resourceVersion, fresh, err := r.timeline.Sync(ctx, timelineWait)
 	if err != nil || !fresh {
@@ -314,7 +314,7 @@ func (r *REST) readLive(ctx context.Context, options *metainternalversion.ListOp
 	}
 	page, err := r.liveFromTimeline(ctx, eventstorage.Matcher(labelSelector, q.selector), q, after, n)
 	if err != nil {
-		// The watch cache behind the timeline (relisting): the list answers.
+		// The store's cache behind the timeline (relisting): the list answers.
 		klog.FromContext(ctx).V(2).Info("History page reads the live store's list", "reason", err)
 		return r.liveFromList(ctx, options, q, after)
 	}

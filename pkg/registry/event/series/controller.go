@@ -58,11 +58,11 @@ const pollInterval = time.Second
 // bypassing writer cannot be refused, so a series that kube-apiserver
 // reopens after it was Finished reads Ongoing again (through our API that
 // write would be refused). It lists those events every pollInterval (field
-// selector series.stateless=true, served from the watch cache's index of
-// them) and writes with optimistic concurrency, so a newer write always
+// selector series.stateless=true, served from the store cache's index
+// of them) and writes with optimistic concurrency, so a newer write always
 // wins.
 //
-// It lists rather than watches: the watch cache hands a watch every event
+// It lists rather than watches: the store's cache hands a watch every event
 // of the store unless the watch selects one regarding name (its one
 // trigger), through a buffer sized when the watch starts (ten events on the
 // empty cache of a starting server), and holds every other watcher's

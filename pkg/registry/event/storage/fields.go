@@ -32,15 +32,17 @@ import (
 	"github.com/kube-events/events-apiserver/pkg/storedevent"
 )
 
-// The watch cache keeps the selectable field set of every cached event for
+// The watch cache (--store-cache=watch-cache) keeps the selectable field
+// set of every cached event for
 // as long as the event is cached, to filter lists and watch events without
 // converting the object. As a plain fields.Set (a Go map of 15 to 20 string
 // pairs for a typical event) it cost 1.2 KiB per event, a third of the
 // memory per cached event. GetAttrs therefore hands the cache a packed set,
 // a map of at most eight entries, which Go keeps in one group of eight
 // slots (a ninth would make it a table of groups):
-//   - metadata.name and metadata.namespace, which the cacher reads from the
-//     set itself to find the watchers scoped to one namespace or name;
+//   - metadata.name and metadata.namespace, which the watch cache reads
+//     from the set itself to find the watchers scoped to one namespace or
+//     name;
 //   - the values that are mostly unique per event or per object, as the
 //     event's own strings (a free slot costs nothing, a copy would): the
 //     regarding and related names and UIDs, the regarding resourceVersion
@@ -50,8 +52,8 @@ import (
 //   - under packedKey, every other selectable value (kinds, API versions,
 //     field paths, reason, reporter, type, series state) in the order of
 //     storedevent.SelectableLabels, length-prefixed in one string that the
-//     collector need not scan. Those values repeat across events, and so does the string:
-//     the store shares one copy of each (see newAttrFunc).
+//     collector need not scan. Those values repeat across events, and so
+//     does the string: the store shares one copy of each (see newAttrFunc).
 //
 // The selectors Matcher builds read a packed set through packedSet; any
 // other fields.Set they are given (storedevent.SelectableFields') reads as
@@ -178,7 +180,7 @@ func unpacked(f fields.Fields) fields.Fields {
 // packedSelector is a field selector that reads packed sets, and matches
 // the ancestor terms (FieldAncestor) as they mean: the event's regarding
 // object is the object the term names, or one of its ancestors. The
-// embedded selector is the whole of it, which the watch cache asks for
+// embedded selector is the whole of it, which the store's cache asks for
 // the exact values of indexed fields (the ancestor index included).
 type packedSelector struct {
 	fields.Selector
@@ -245,8 +247,8 @@ func GetAttrs(obj runtime.Object) (labels.Set, fields.Set, error) {
 	return attrs(obj, nil)
 }
 
-// newAttrFunc returns GetAttrs for the watch cache, which keeps the field
-// set of every cached event: events with the same packed values share one
+// newAttrFunc returns GetAttrs for the store's cache (the watch cache
+// keeps the field set of every cached event): events with the same packed values share one
 // copy of them, kept in table.
 func newAttrFunc(table *stringTable) storage.AttrFunc {
 	return func(obj runtime.Object) (labels.Set, fields.Set, error) {
@@ -264,7 +266,7 @@ func attrs(obj runtime.Object, table *stringTable) (labels.Set, fields.Set, erro
 
 // Matcher returns the selection predicate for a label and a field selector,
 // whose labels have already been converted to the canonical core/v1 names.
-// Its IndexFields let the watch cache serve an exact match on an indexed
+// Its IndexFields let the store's cache serve an exact match on an indexed
 // field from the index (see Indexers).
 func Matcher(label labels.Selector, field fields.Selector) storage.SelectionPredicate {
 	if field == nil {
