@@ -130,8 +130,6 @@ type Options struct {
 	// standalone is the authentication mode Complete chose, which the
 	// admission methods read; CompletedOptions.StandaloneMode reports it.
 	standalone bool
-	// ready is closed by Run once the server is ready (see Ready).
-	ready chan struct{}
 	// memory is the process's memory limit, which EventMemoryPressure
 	// reads; NewCommand sets it, and without it the Go heap's soft limit
 	// is the limit.
@@ -176,7 +174,6 @@ func NewOptions() *Options {
 		Archive:                    newArchiveOptions(),
 		Ancestry:                   newAncestryOptions(),
 		ControllerProgressDeadline: controller.DefaultProgressDeadline,
-		ready:                      make(chan struct{}),
 		memory:                     &MemoryLimit{},
 	}
 	o.Recommended.Etcd.DefaultStorageMediaType = apiserver.StorageMediaType
@@ -384,8 +381,3 @@ func (o CompletedOptions) EmbeddedEtcd() bool { return o.embeddedEtcd }
 
 // KubeconfigPath is where a standalone server writes its admin kubeconfig.
 func (o *Options) KubeconfigPath() string { return filepath.Join(o.DataDir, "kubeconfig") }
-
-// Ready is closed once the server Run started with these options answers
-// /readyz with ok and, when standalone, has written KubeconfigPath: the
-// one piece of a run the options carry, for in-process tests to wait on.
-func (o *Options) Ready() <-chan struct{} { return o.ready }
