@@ -286,28 +286,10 @@ func (a *Archiver) follow(ctx context.Context, client *clientv3.Client, relist b
 	// etcd holds past the checkpoint.
 	a.health.Busy()
 	f := &follower{Archiver: a, client: client, unconfirmed: make(chan error, 1)}
-	readCtx, cancel := context.WithTimeout(ctx, requestTimeout)
-	cp, ok, err := ReadCheckpoint(readCtx, client)
-	cancel()
+	start, err := f.start(ctx, relist)
 	if err != nil {
 		return err
 	}
-	start := cp.Revision
-	switch {
-	case !ok:
-		if start, err = f.relist(ctx, "no checkpoint"); err != nil {
-			return err
-		}
-	case relist:
-		if start, err = f.relist(ctx, errCompacted.Error()); err != nil {
-			return err
-		}
-	default:
-		logger.Info("Archiving from the checkpoint", "revision", cp.Revision)
-		f.checkpointed.Store(cp.Revision)
-	}
-	f.covered, f.seen = start, start
-	f.appended.Store(start)
 
 	checkpointCtx, stopCheckpoints := context.WithCancel(ctx)
 	var wg sync.WaitGroup
@@ -377,6 +359,35 @@ func (a *Archiver) follow(ctx context.Context, client *clientv3.Client, relist b
 			f.recordLag()
 		}
 	}
+}
+
+// start returns the revision the follow watches from: the checkpoint's,
+// or, without a checkpoint or when relist is set, that of a relist, which
+// archives every live event first.
+func (f *follower) start(ctx context.Context, relist bool) (int64, error) {
+	readCtx, cancel := context.WithTimeout(ctx, requestTimeout)
+	cp, ok, err := ReadCheckpoint(readCtx, f.client)
+	cancel()
+	if err != nil {
+		return 0, err
+	}
+	start := cp.Revision
+	switch {
+	case !ok:
+		if start, err = f.relist(ctx, "no checkpoint"); err != nil {
+			return 0, err
+		}
+	case relist:
+		if start, err = f.relist(ctx, errCompacted.Error()); err != nil {
+			return 0, err
+		}
+	default:
+		klog.FromContext(ctx).Info("Archiving from the checkpoint", "revision", cp.Revision)
+		f.checkpointed.Store(cp.Revision)
+	}
+	f.covered, f.seen = start, start
+	f.appended.Store(start)
+	return start, nil
 }
 
 // receive adds a watch response's writes to the batch.
