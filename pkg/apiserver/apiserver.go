@@ -230,17 +230,26 @@ func (c CompletedConfig) New(ctx context.Context) (_ *EventsServer, err error) {
 		return nil, err
 	}
 
+	if err := installAPIs(genericServer, served); err != nil {
+		return nil, err
+	}
+	return &EventsServer{GenericAPIServer: genericServer, Events: store, Controllers: controllers}, nil
+}
+
+// installAPIs installs served as /api/v1 events and as events.k8s.io/v1beta1
+// and v1 events, and the event summaries that count what it lists.
+func installAPIs(genericServer *genericapiserver.GenericAPIServer, served rest.StandardStorage) error {
 	legacy := genericapiserver.NewDefaultAPIGroupInfo(core.GroupName, Scheme, ParameterCodec, Codecs)
 	legacy.VersionedResourcesStorageMap[corev1.SchemeGroupVersion.Version] = map[string]rest.Storage{"events": served}
 	if err := genericServer.InstallLegacyAPIGroup(genericapiserver.DefaultLegacyAPIPrefix, &legacy); err != nil {
-		return nil, fmt.Errorf("installing /api/v1 events: %w", err)
+		return fmt.Errorf("installing /api/v1 events: %w", err)
 	}
 
 	group := genericapiserver.NewDefaultAPIGroupInfo(events.GroupName, Scheme, ParameterCodec, Codecs)
 	group.VersionedResourcesStorageMap[eventsv1beta1.SchemeGroupVersion.Version] = map[string]rest.Storage{"events": served}
 	group.VersionedResourcesStorageMap[eventsv1.SchemeGroupVersion.Version] = map[string]rest.Storage{"events": served}
 	if err := genericServer.InstallAPIGroup(&group); err != nil {
-		return nil, fmt.Errorf("installing events.k8s.io events: %w", err)
+		return fmt.Errorf("installing events.k8s.io events: %w", err)
 	}
 	// Aggregated discovery orders versions by their own priorities, not by
 	// the scheme's; give it the scheme's order, so that both discovery
@@ -259,8 +268,8 @@ func (c CompletedConfig) New(ctx context.Context) (_ *EventsServer, err error) {
 		"eventsummaries": eventsummary.NewREST(served),
 	}
 	if err := genericServer.InstallAPIGroup(&summaryGroup); err != nil {
-		return nil, fmt.Errorf("installing %s event summaries: %w", summaries.GroupName, err)
+		return fmt.Errorf("installing %s event summaries: %w", summaries.GroupName, err)
 	}
 
-	return &EventsServer{GenericAPIServer: genericServer, Events: store, Controllers: controllers}, nil
+	return nil
 }
