@@ -29,7 +29,8 @@ import (
 
 func main() {
 	app.SetDefaultGCPercent()
-	app.SetMemoryLimit()
+	memory := app.SetMemoryLimit()
 	ctx := genericapiserver.SetupSignalContext()
-	os.Exit(cli.Run(app.NewCommand(ctx)))
+	go memory.Follow(ctx)
+	os.Exit(cli.Run(app.NewCommand(ctx, memory)))
 }

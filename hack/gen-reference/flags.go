@@ -32,7 +32,7 @@ import (
 // sets (--version, --help, the global log flags) under "global", as --help
 // does.
 func writeFlags(b *bytes.Buffer) error {
-	cmd := app.NewCommand(context.Background())
+	cmd := app.NewCommand(context.Background(), &app.MemoryLimit{})
 	sets := app.NewOptions().Flags()
 
 	fmt.Fprintf(b, "# Flags\n\n")

@@ -14,25 +14,10 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-// Package ancestry is what an event keeps of the ownership tree of the
-// object it is about: the chain of controller owners of its regarding
-// object (a Pod's ReplicaSet, then that ReplicaSet's Deployment), nearest
-// first, resolved when the event is first stored (again later while it
-// is pending: see PendingAnnotation) and kept in the Annotation, so that
-// the events of a Pod deleted long ago still answer
-// regarding.ancestor=Deployment/web.
-//
-// The annotation and not a field: kube-apiserver (which writes the events
-// of offload mode into this server's etcd) and every client that updates
-// an event through the k8s.io/api types keep annotations, and drop fields
-// they do not know.
-//
-// The chain is a JSON array of strings, two for each ancestor, its
-// "Kind/name" and its UID:
-//
-//	["ReplicaSet/web-7d4f9","5c2e…","Deployment/web","8a1b…"]
-//
-// Kinds, names and UIDs hold no quote or backslash, so a term's value is
-// in the chain exactly when its quoted form is a substring of it
-// (Contains); the archive finds it with LogsQL's json_array_contains_any.
+// Package ancestry resolves the chain of controller owners of an event's
+// regarding object (a Pod's ReplicaSet, then that ReplicaSet's
+// Deployment), nearest first, reading the objects' metadata through
+// kube-apiserver, when the event is first stored (again later while it is
+// pending: see ownerchain.PendingAnnotation). The chain is kept in the
+// event's ownerchain.Annotation, whose codec is package ownerchain.
 package ancestry

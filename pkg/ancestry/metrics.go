@@ -42,7 +42,7 @@ const (
 	ReasonTimeout = "timeout"
 	// ReasonCycle: the owners loop back to an object already in the chain.
 	ReasonCycle = "cycle"
-	// ReasonDepth: the chain reached MaxDepth.
+	// ReasonDepth: the chain reached ownerchain.MaxDepth.
 	ReasonDepth = "depth"
 	// ReasonInvalid: an owner reference whose kind, name or UID a chain
 	// cannot hold.

@@ -38,6 +38,8 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/lru"
+
+	"github.com/kube-events/events-apiserver/pkg/ownerchain"
 )
 
 // retryableTTL bounds how long a failure that may pass is cached.
@@ -206,7 +208,7 @@ func NewResolver(config *rest.Config, options Options) (*Resolver, error) {
 // Chain is what a resolution found.
 type Chain struct {
 	// Ancestors are the controller owners resolved, nearest first.
-	Ancestors []Ancestor
+	Ancestors []ownerchain.Ancestor
 	// Pending is why the resolution stopped short of the top when asking
 	// again may go further (a Reason that Retryable accepts: a spent
 	// budget, kube-apiserver unreachable); "" when the chain is final: it
@@ -277,7 +279,7 @@ func pending(reason string) string {
 // walk follows the controller owners of ref's object up, asking
 // controllerOf for each object's, and returns the chain and, when it
 // stopped short of the top, why (a Reason) and the error behind it.
-func (r *Resolver) walk(ref Reference, controllerOf func(object) (link, error)) ([]Ancestor, string, error) {
+func (r *Resolver) walk(ref Reference, controllerOf func(object) (link, error)) ([]ownerchain.Ancestor, string, error) {
 	gv, err := schema.ParseGroupVersion(ref.APIVersion)
 	if err != nil {
 		return nil, ReasonNoKind, err
@@ -287,7 +289,7 @@ func (r *Resolver) walk(ref Reference, controllerOf func(object) (link, error)) 
 	if ref.UID != "" {
 		seen[ref.UID] = true
 	}
-	var chain []Ancestor
+	var chain []ownerchain.Ancestor
 	for {
 		l, err := controllerOf(current)
 		if l.failure != "" {
@@ -300,17 +302,17 @@ func (r *Resolver) walk(ref Reference, controllerOf func(object) (link, error)) 
 		if seen[owner.UID] {
 			return chain, ReasonCycle, nil
 		}
-		if len(chain) == MaxDepth {
+		if len(chain) == ownerchain.MaxDepth {
 			return chain, ReasonDepth, nil
 		}
 		// The chain's encoding and the terms that match it assume what
-		// ValidateRef and ValidateUID accept; an owner reference is
+		// ownerchain.ValidateRef and ValidateUID accept; an owner reference is
 		// checked for less.
-		if err := errors.Join(ValidateRef(Ref(owner.Kind, owner.Name)), ValidateUID(string(owner.UID))); err != nil {
+		if err := errors.Join(ownerchain.ValidateRef(ownerchain.Ref(owner.Kind, owner.Name)), ownerchain.ValidateUID(string(owner.UID))); err != nil {
 			return chain, ReasonInvalid, err
 		}
 		seen[owner.UID] = true
-		chain = append(chain, Ancestor{Kind: owner.Kind, Name: owner.Name, UID: owner.UID})
+		chain = append(chain, ownerchain.Ancestor{Kind: owner.Kind, Name: owner.Name, UID: owner.UID})
 		ownerGV, err := schema.ParseGroupVersion(owner.APIVersion)
 		if err != nil {
 			return chain, ReasonNoKind, err

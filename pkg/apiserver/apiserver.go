@@ -27,6 +27,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/apiserver/pkg/registry/rest"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 
@@ -40,6 +41,7 @@ import (
 	"github.com/kube-events/events-apiserver/pkg/apis/summaries"
 	summariesv1alpha1 "github.com/kube-events/events-apiserver/pkg/apis/summaries/v1alpha1"
 	"github.com/kube-events/events-apiserver/pkg/archive"
+	"github.com/kube-events/events-apiserver/pkg/continuetoken"
 	"github.com/kube-events/events-apiserver/pkg/controller"
 	"github.com/kube-events/events-apiserver/pkg/etcdmaint"
 	"github.com/kube-events/events-apiserver/pkg/mirror"
@@ -105,7 +107,7 @@ type ExtraConfig struct {
 	EtcdMaintenance *etcdmaint.Config
 	// Chains, when set, resolves the chain of controller owners of each
 	// new event's regarding object, which the event keeps in the
-	// ancestry.Annotation (see pkg/ancestry); an elected controller
+	// ownerchain.Annotation; an elected controller
 	// resolves again the chains cut short (pkg/registry/event/chains), and
 	// the archiver completes from its cache those of the states it
 	// archives. Nil without a kube-apiserver to read it from
@@ -178,7 +180,7 @@ func (c CompletedConfig) New(ctx context.Context) (_ *EventsServer, err error) {
 	// Writes refused by an etcd out of space answer 503 with a Retry-After.
 	// Under an election, the elected loops' writes are fenced.
 	storageOptions := c.GenericConfig.RESTOptionsGetter
-	// With an archive, the watch cache orders the live events by their
+	// With an archive, the store's cache orders the live events by their
 	// last observation too: history pages read theirs alone.
 	var timeline *eventstorage.Timeline
 	if c.ExtraConfig.Archive != nil {
@@ -236,17 +238,27 @@ func (c CompletedConfig) New(ctx context.Context) (_ *EventsServer, err error) {
 		return nil, err
 	}
 
+	if err := installAPIs(genericServer, served, c.GenericConfig.Authorization.Authorizer, tokens); err != nil {
+		return nil, err
+	}
+	return &EventsServer{GenericAPIServer: genericServer, Events: store, Controllers: controllers}, nil
+}
+
+// installAPIs installs served as /api/v1 events and as events.k8s.io/v1beta1
+// and v1 events, and the event summaries that count what it lists, for
+// the users authz lets list it, with continue tokens signed by tokens.
+func installAPIs(genericServer *genericapiserver.GenericAPIServer, served rest.StandardStorage, authz authorizer.Authorizer, tokens *continuetoken.Codec) error {
 	legacy := genericapiserver.NewDefaultAPIGroupInfo(core.GroupName, Scheme, ParameterCodec, Codecs)
 	legacy.VersionedResourcesStorageMap[corev1.SchemeGroupVersion.Version] = map[string]rest.Storage{"events": served}
 	if err := genericServer.InstallLegacyAPIGroup(genericapiserver.DefaultLegacyAPIPrefix, &legacy); err != nil {
-		return nil, fmt.Errorf("installing /api/v1 events: %w", err)
+		return fmt.Errorf("installing /api/v1 events: %w", err)
 	}
 
 	group := genericapiserver.NewDefaultAPIGroupInfo(events.GroupName, Scheme, ParameterCodec, Codecs)
 	group.VersionedResourcesStorageMap[eventsv1beta1.SchemeGroupVersion.Version] = map[string]rest.Storage{"events": served}
 	group.VersionedResourcesStorageMap[eventsv1.SchemeGroupVersion.Version] = map[string]rest.Storage{"events": served}
 	if err := genericServer.InstallAPIGroup(&group); err != nil {
-		return nil, fmt.Errorf("installing events.k8s.io events: %w", err)
+		return fmt.Errorf("installing events.k8s.io events: %w", err)
 	}
 	// Aggregated discovery orders versions by their own priorities, not by
 	// the scheme's; give it the scheme's order, so that both discovery
@@ -262,11 +274,11 @@ func (c CompletedConfig) New(ctx context.Context) (_ *EventsServer, err error) {
 	// with history.since, under its rules, for users who may list them.
 	summaryGroup := genericapiserver.NewDefaultAPIGroupInfo(summaries.GroupName, Scheme, ParameterCodec, Codecs)
 	summaryGroup.VersionedResourcesStorageMap[summariesv1alpha1.SchemeGroupVersion.Version] = map[string]rest.Storage{
-		"eventsummaries": eventsummary.NewREST(served, c.GenericConfig.Authorization.Authorizer, tokens),
+		"eventsummaries": eventsummary.NewREST(served, authz, tokens),
 	}
 	if err := genericServer.InstallAPIGroup(&summaryGroup); err != nil {
-		return nil, fmt.Errorf("installing %s event summaries: %w", summaries.GroupName, err)
+		return fmt.Errorf("installing %s event summaries: %w", summaries.GroupName, err)
 	}
 
-	return &EventsServer{GenericAPIServer: genericServer, Events: store, Controllers: controllers}, nil
+	return nil
 }

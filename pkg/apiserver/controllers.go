@@ -87,47 +87,11 @@ var (
 // client of the events storage, closed once every loop has stopped.
 func (c CompletedConfig) newControllers(store *eventstorage.REST, a archive.Archive) (*controller.Manager, error) {
 	extra := c.ExtraConfig
-	cfg := controller.Config{Name: controllersHookName, ProgressDeadline: extra.ControllerProgressDeadline}
-	if extra.SeriesSweeper != nil {
-		sweeper, err := series.NewSweeper(store, *extra.SeriesSweeper)
-		if err != nil {
-			return nil, fmt.Errorf("event series sweeper: %w", err)
-		}
-		state := series.NewStateController(store, *extra.SeriesSweeper, clock.RealClock{})
-		cfg.Elected = append(cfg.Elected, state, sweeper)
+	elected, err := c.electedControllers(store, a)
+	if err != nil {
+		return nil, err
 	}
-	if extra.Mirror != nil {
-		m, err := mirror.NewForConfig(*extra.Mirror, store, Codecs.UniversalDecoder())
-		if err != nil {
-			return nil, fmt.Errorf("events mirror: %w", err)
-		}
-		cfg.Elected = append(cfg.Elected, m)
-	}
-	if extra.Chains != nil {
-		annotator, err := c.newChainAnnotator(store, extra.Chains, extra.SharedWithKubeAPIServer)
-		if err != nil {
-			return nil, fmt.Errorf("ancestry annotator: %w", err)
-		}
-		cfg.Elected = append(cfg.Elected, annotator)
-	}
-	if a != nil {
-		// Elected: one replica follows etcd into the archive and moves the
-		// one checkpoint; two would append every state twice (harmless,
-		// Append is idempotent) and race on the checkpoint.
-		archiving, err := c.newArchiver(a)
-		if err != nil {
-			return nil, fmt.Errorf("archiver: %w", err)
-		}
-		cfg.Elected = append(cfg.Elected, archiving)
-		if extra.Archive.Export != nil {
-			// Elected too: one replica moves the export's cursor.
-			exporting, err := c.newExporter(a, *extra.Archive.Export)
-			if err != nil {
-				return nil, fmt.Errorf("export: %w", err)
-			}
-			cfg.Elected = append(cfg.Elected, exporting)
-		}
-	}
+	cfg := controller.Config{Name: controllersHookName, ProgressDeadline: extra.ControllerProgressDeadline, Elected: elected}
 	if folder := store.Folder(); folder != nil {
 		cfg.EveryReplica = append(cfg.EveryReplica, folder)
 	}
@@ -187,6 +151,55 @@ func (c CompletedConfig) newControllers(store *eventstorage.REST, a archive.Arch
 		_ = cfg.Stopped()
 	}
 	return manager, err
+}
+
+// electedControllers are the loops that run on the elected replica alone:
+// the series controllers, the mirror, the ancestry annotator and the
+// archiver (into a, when set).
+func (c CompletedConfig) electedControllers(store *eventstorage.REST, a archive.Archive) ([]controller.Controller, error) {
+	extra := c.ExtraConfig
+	var elected []controller.Controller
+	if extra.SeriesSweeper != nil {
+		sweeper, err := series.NewSweeper(store, *extra.SeriesSweeper)
+		if err != nil {
+			return nil, fmt.Errorf("event series sweeper: %w", err)
+		}
+		state := series.NewStateController(store, *extra.SeriesSweeper, clock.RealClock{})
+		elected = append(elected, state, sweeper)
+	}
+	if extra.Mirror != nil {
+		m, err := mirror.NewForConfig(*extra.Mirror, store, Codecs.UniversalDecoder())
+		if err != nil {
+			return nil, fmt.Errorf("events mirror: %w", err)
+		}
+		elected = append(elected, m)
+	}
+	if extra.Chains != nil {
+		annotator, err := c.newChainAnnotator(store, extra.Chains, extra.SharedWithKubeAPIServer)
+		if err != nil {
+			return nil, fmt.Errorf("ancestry annotator: %w", err)
+		}
+		elected = append(elected, annotator)
+	}
+	if a != nil {
+		// Elected: one replica follows etcd into the archive and moves the
+		// one checkpoint; two would append every state twice (harmless,
+		// Append is idempotent) and race on the checkpoint.
+		archiving, err := c.newArchiver(a)
+		if err != nil {
+			return nil, fmt.Errorf("archiver: %w", err)
+		}
+		elected = append(elected, archiving)
+		if extra.Archive.Export != nil {
+			// Elected too: one replica moves the export's cursor.
+			exporting, err := c.newExporter(a, *extra.Archive.Export)
+			if err != nil {
+				return nil, fmt.Errorf("export: %w", err)
+			}
+			elected = append(elected, exporting)
+		}
+	}
+	return elected, nil
 }
 
 // NewEtcdClient returns a client of the etcd the storage configuration

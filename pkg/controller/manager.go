@@ -239,10 +239,10 @@ func (m *Manager) Stop() error {
 	return m.stopped()
 }
 
-// Kill ends the named controller's Run as if its goroutine had died, and
-// reports whether it was running: a test hook for the health checks, which
-// then report it dead until it runs again.
-func (m *Manager) Kill(name string) bool {
+// kill ends the named controller's Run as if its goroutine had died, and
+// reports whether it was running: the health checks then report it dead
+// until it runs again. Tests reach it through export_test.go.
+func (m *Manager) kill(name string) bool {
 	for _, l := range m.loops() {
 		if l.controller.Name() == name {
 			return l.kill()

@@ -128,10 +128,10 @@ func TestHealthChecksReportDeadLoopsByName(t *testing.T) {
 			wantLine: "[-]controller/dying failed",
 		},
 		{
-			name: "killed by the test hook",
+			name: "killed",
 			dying: func(m *controller.Manager, f *fake, _ *clocktesting.FakeClock, _ *health.Tracker) {
 				waitFor(t, "dying started", f.started.Load)
-				if !m.Kill("dying") {
+				if !controller.Kill(m, "dying") {
 					t.Fatal("Kill found no running loop named dying")
 				}
 			},

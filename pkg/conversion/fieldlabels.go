@@ -25,7 +25,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/kube-events/events-apiserver/pkg/ancestry"
+	"github.com/kube-events/events-apiserver/pkg/ownerchain"
 )
 
 // Canonical field labels: the names, core/v1's, under which the registry
@@ -48,9 +48,9 @@ const (
 	PrefixRelated        = "related."
 
 	// FieldAncestor selects the events of an object and of everything it
-	// controls, by the object's "Kind/name" or UID (pkg/ancestry). Its
+	// controls, by the object's "Kind/name" or UID (pkg/ownerchain). Its
 	// value in an event's selectable fields is the chain of the regarding
-	// object's controller owners (ancestry.Annotation); a term matches
+	// object's controller owners (ownerchain.Annotation); a term matches
 	// when it names the regarding object or one in that chain. Users
 	// write regarding.ancestor=Deployment/web or
 	// regarding.ancestor.uid=<uid> (involvedObject.… in core/v1).
@@ -120,9 +120,9 @@ func validateValue(label, value string) error {
 	var err error
 	switch {
 	case strings.HasSuffix(label, ancestorUIDSuffix):
-		err = ancestry.ValidateUID(value)
+		err = ownerchain.ValidateUID(value)
 	case strings.HasSuffix(label, ancestorSuffix):
-		err = ancestry.ValidateRef(value)
+		err = ownerchain.ValidateRef(value)
 	default:
 		return nil
 	}

@@ -16,10 +16,6 @@ limitations under the License.
 
 package conversion
 
-import (
-	"k8s.io/apimachinery/pkg/runtime/schema"
-)
-
 // FieldNames are the names that a served version gives the event fields
 // core/v1 and events.k8s.io name differently: its field selector labels
 // (FieldLabels) and the field paths of its validation errors are built
@@ -61,13 +57,3 @@ var (
 		ReportingController: "reportingController",
 	}
 )
-
-// FieldNamesFor returns the names of gv's group: core/v1's for the core
-// group, events.k8s.io's for any other (the stricter API, also for a
-// write without request info).
-func FieldNamesFor(gv schema.GroupVersion) FieldNames {
-	if gv.Group == "" && gv.Version != "" {
-		return CoreV1FieldNames
-	}
-	return EventsFieldNames
-}

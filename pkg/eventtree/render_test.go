@@ -30,7 +30,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/kube-events/events-apiserver/pkg/ancestry"
+	"github.com/kube-events/events-apiserver/pkg/ownerchain"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata from the output")
@@ -46,8 +46,8 @@ const day = 24 * time.Hour
 // fixtureEvent is an event about object, with ancestors (nearest first)
 // in the ancestry annotation.
 type fixtureEvent struct {
-	object    ancestry.Ancestor
-	ancestors []ancestry.Ancestor
+	object    ownerchain.Ancestor
+	ancestors []ownerchain.Ancestor
 	typ       string
 	reason    string
 	at        time.Time
@@ -75,8 +75,8 @@ func (f fixtureEvent) event(i int) eventsv1.Event {
 		Type:      typ,
 		Note:      f.reason + " " + f.object.Name,
 	}
-	if chain := ancestry.Encode(f.ancestors); chain != "" {
-		e.Annotations = map[string]string{ancestry.Annotation: chain}
+	if chain := ownerchain.Encode(f.ancestors); chain != "" {
+		e.Annotations = map[string]string{ownerchain.Annotation: chain}
 	}
 	if f.seriesCount > 0 {
 		e.Series = &eventsv1.EventSeries{Count: f.seriesCount, LastObservedTime: metav1.NewMicroTime(f.seriesLast)}
@@ -90,8 +90,8 @@ func (f fixtureEvent) event(i int) eventsv1.Event {
 	return e
 }
 
-func object(kind, name, uid string) ancestry.Ancestor {
-	return ancestry.Ancestor{Kind: kind, Name: name, UID: types.UID(uid)}
+func object(kind, name, uid string) ownerchain.Ancestor {
+	return ownerchain.Ancestor{Kind: kind, Name: name, UID: types.UID(uid)}
 }
 
 var (
@@ -109,9 +109,9 @@ var (
 // crash-loop and one is replaced, then a rollout to a second ReplicaSet
 // scales the first down and deletes its pods.
 func rolloutEvents() []eventsv1.Event {
-	oldChain := []ancestry.Ancestor{oldRS, deployment}
-	newChain := []ancestry.Ancestor{newRS, deployment}
-	deploymentChain := []ancestry.Ancestor{deployment}
+	oldChain := []ownerchain.Ancestor{oldRS, deployment}
+	newChain := []ownerchain.Ancestor{newRS, deployment}
+	deploymentChain := []ownerchain.Ancestor{deployment}
 	fixtures := []fixtureEvent{
 		{object: deployment, reason: "ScalingReplicaSet", at: ago(6 * day)},
 		{object: oldRS, ancestors: deploymentChain, reason: "SuccessfulCreate", at: ago(6 * day), dedupCount: 2, dedupLast: ago(6*day - time.Minute)},
@@ -145,14 +145,14 @@ func rolloutEvents() []eventsv1.Event {
 	return events
 }
 
-func corev1Ref(a ancestry.Ancestor) corev1.ObjectReference {
+func corev1Ref(a ownerchain.Ancestor) corev1.ObjectReference {
 	return corev1.ObjectReference{Kind: a.Kind, Name: a.Name, Namespace: "shop", UID: a.UID}
 }
 
 // liveRollout is the cluster after the rollout: both ReplicaSets (the old
 // one scaled to zero), the new pods, one of which has no events yet.
 func liveRollout() (map[string]bool, []LiveObject) {
-	owned := func(o, owner ancestry.Ancestor) LiveObject {
+	owned := func(o, owner ownerchain.Ancestor) LiveObject {
 		return LiveObject{Ref: ObjectRef{Kind: o.Kind, Name: o.Name}, UID: o.UID, Owner: ObjectRef{Kind: owner.Kind, Name: owner.Name}, OwnerUID: owner.UID}
 	}
 	return map[string]bool{"Deployment": true, "ReplicaSet": true, "Pod": true}, []LiveObject{
@@ -207,7 +207,7 @@ func TestRenderGolden(t *testing.T) {
 func matching(root ObjectRef, events []eventsv1.Event) []eventsv1.Event {
 	var out []eventsv1.Event
 	for _, e := range events {
-		if ancestry.Matches(e.Regarding.Kind, e.Regarding.Name, string(e.Regarding.UID), e.Annotations[ancestry.Annotation], root.String()) {
+		if ownerchain.Matches(e.Regarding.Kind, e.Regarding.Name, string(e.Regarding.UID), e.Annotations[ownerchain.Annotation], root.String()) {
 			out = append(out, e)
 		}
 	}

@@ -30,7 +30,7 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/kube-events/events-apiserver/pkg/ancestry"
+	"github.com/kube-events/events-apiserver/pkg/ownerchain"
 )
 
 // ObjectRef names an object of the tree within the namespace.
@@ -40,7 +40,7 @@ type ObjectRef struct {
 }
 
 // String is "Kind/name", the form of a regarding.ancestor term.
-func (r ObjectRef) String() string { return ancestry.Ref(r.Kind, r.Name) }
+func (r ObjectRef) String() string { return ownerchain.Ref(r.Kind, r.Name) }
 
 // Liveness is what the cluster says of an object.
 type Liveness int
@@ -65,9 +65,6 @@ type Occurrence struct {
 	Last    time.Time
 	Count   int32
 }
-
-// IsSpan tells an occurrence observed over a period from a single one.
-func (o Occurrence) IsSpan() bool { return o.Last.After(o.First) }
 
 // Node is one object of the tree.
 type Node struct {
@@ -184,7 +181,7 @@ func (t *Tree) attach(n, parent *Node) {
 // ancestors up to the root, and records its occurrence.
 func (t *Tree) AddEvent(e *eventsv1.Event) {
 	self := ObjectRef{Kind: e.Regarding.Kind, Name: e.Regarding.Name}
-	chain, err := ancestry.Decode(e.Annotations[ancestry.Annotation])
+	chain, err := ownerchain.Decode(e.Annotations[ownerchain.Annotation])
 	if err != nil {
 		t.Undecodable++
 		chain = nil

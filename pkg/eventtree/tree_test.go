@@ -26,7 +26,7 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/kube-events/events-apiserver/pkg/ancestry"
+	"github.com/kube-events/events-apiserver/pkg/ownerchain"
 )
 
 // outline writes a tree one node a line, indented by depth, with its
@@ -46,8 +46,8 @@ func outline(t *Tree) string {
 }
 
 func TestBuild(t *testing.T) {
-	deploymentChain := []ancestry.Ancestor{deployment}
-	oldChain := []ancestry.Ancestor{oldRS, deployment}
+	deploymentChain := []ownerchain.Ancestor{deployment}
+	oldChain := []ownerchain.Ancestor{oldRS, deployment}
 	for _, tc := range []struct {
 		name        string
 		root        ObjectRef
@@ -124,7 +124,7 @@ func TestBuild(t *testing.T) {
 				events[i] = f.event(i)
 			}
 			if tc.annotation != "" {
-				events[0].Annotations[ancestry.Annotation] = tc.annotation
+				events[0].Annotations[ownerchain.Annotation] = tc.annotation
 			}
 			tree := Build(tc.root, events)
 			if diff := cmp.Diff(tc.want, outline(tree)); diff != "" {

@@ -17,8 +17,6 @@ limitations under the License.
 package livestore
 
 import (
-	"runtime/debug"
-	"sync"
 	"sync/atomic"
 )
 
@@ -34,45 +32,13 @@ var mappedBytes atomic.Int64
 
 // MappedBytes is how many bytes the arenas of all open tables and the
 // rings of their histories hold: on Linux, memory mapped outside the Go
-// heap, which the runtime does not see, to count against a memory limit.
+// heap, which the runtime does not see, to count against a memory limit
+// (cmd/events-apiserver follows it with the Go runtime's soft limit).
 func MappedBytes() int64 { return mappedBytes.Load() }
-
-// sharedLimit is the memory limit the Go heap shares with the mapped
-// memory (ShareMemoryLimit); 0 for none.
-var (
-	sharedLimit   atomic.Int64
-	sharedLimitMu sync.Mutex
-)
-
-// ShareMemoryLimit makes the memory the stores map count against limit,
-// the process's soft memory limit (GOMEMLIMIT): from then on the Go
-// runtime's soft limit is kept at limit less MappedBytes, so that the
-// collector works harder as the stores grow instead of letting the heap
-// and the arenas together pass limit. 0 or less: no limit to share.
-func ShareMemoryLimit(limit int64) {
-	sharedLimit.Store(max(limit, 0))
-	followSharedLimit()
-}
-
-// SharedMemoryLimit is the limit ShareMemoryLimit set, 0 for none.
-func SharedMemoryLimit() int64 { return sharedLimit.Load() }
 
 // addMapped counts n more bytes mapped (fewer when negative).
 func addMapped(n int64) {
 	mappedBytesGauge.Set(float64(mappedBytes.Add(n)))
-	followSharedLimit()
-}
-
-// followSharedLimit sets the Go runtime's soft limit to the shared limit
-// less the mapped memory, leaving the runtime a floor of a quarter of it.
-func followSharedLimit() {
-	limit := sharedLimit.Load()
-	if limit <= 0 {
-		return
-	}
-	sharedLimitMu.Lock()
-	defer sharedLimitMu.Unlock()
-	debug.SetMemoryLimit(max(limit-mappedBytes.Load(), limit/4))
 }
 
 // chunk is a block of arena memory that records are appended to, as the

@@ -19,33 +19,13 @@ package livestore
 import (
 	"bytes"
 	"fmt"
-	"runtime/debug"
 	"testing"
 )
 
-// TestShareMemoryLimit checks that the Go runtime's soft limit follows the
-// memory the stores map: the shared limit less MappedBytes, as arenas are
-// mapped and unmapped.
-func TestShareMemoryLimit(t *testing.T) {
-	previous := debug.SetMemoryLimit(-1)
-	t.Cleanup(func() {
-		ShareMemoryLimit(0)
-		debug.SetMemoryLimit(previous)
-	})
-	const limit = 1 << 40
-	ShareMemoryLimit(limit)
-	check := func(when string) {
-		t.Helper()
-		if got, want := debug.SetMemoryLimit(-1), int64(limit)-MappedBytes(); got != want {
-			t.Errorf("%s: Go soft limit %d, want the shared limit less %d mapped bytes, %d", when, got, MappedBytes(), want)
-		}
-		if got := SharedMemoryLimit(); got != limit {
-			t.Errorf("%s: SharedMemoryLimit() = %d, want %d", when, got, limit)
-		}
-	}
-	check("before a table")
+// TestMappedBytes checks that MappedBytes counts the memory the tables
+// map as arenas are mapped, and gives it back when they are unmapped.
+func TestMappedBytes(t *testing.T) {
 	before := MappedBytes()
-
 	table := NewTable(nil)
 	value := bytes.Repeat([]byte("v"), 4096)
 	for i := range 1000 { // 4 MB: several chunks
@@ -54,10 +34,8 @@ func TestShareMemoryLimit(t *testing.T) {
 	if MappedBytes() <= before {
 		t.Fatalf("MappedBytes() = %d after 4 MB of records, want more than %d", MappedBytes(), before)
 	}
-	check("with a table")
 	table.Close()
 	if MappedBytes() != before {
 		t.Errorf("MappedBytes() = %d after Close, want %d", MappedBytes(), before)
 	}
-	check("after Close")
 }

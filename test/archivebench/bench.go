@@ -38,9 +38,9 @@ import (
 
 	"github.com/VictoriaMetrics/VictoriaLogs/lib/logstorage"
 
-	"github.com/kube-events/events-apiserver/pkg/ancestry"
 	"github.com/kube-events/events-apiserver/pkg/archive"
 	"github.com/kube-events/events-apiserver/pkg/archive/victorialogs"
+	"github.com/kube-events/events-apiserver/pkg/ownerchain"
 )
 
 // Config shapes the data set and the measurement.
@@ -154,7 +154,7 @@ type generator struct {
 
 type object struct {
 	ns, name, uid, rv, kind string
-	// chain is the object's ancestors (pkg/ancestry's annotation), "" for
+	// chain is the object's ancestors (pkg/ownerchain's annotation), "" for
 	// none: the pods of each namespace's tree (see newGenerator).
 	chain string
 }
@@ -225,14 +225,14 @@ func newGenerator(cfg Config, now time.Time) *generator {
 		}
 		deployment := &g.objects[ns]
 		deployment.kind = "Deployment"
-		replicaSets := []ancestry.Ancestor{
+		replicaSets := []ownerchain.Ancestor{
 			{Kind: "ReplicaSet", Name: deployment.name + "-" + g.suffix(10), UID: types.UID(g.uid())},
 			{Kind: "ReplicaSet", Name: deployment.name + "-" + g.suffix(10), UID: types.UID(g.uid())},
 		}
 		for p := 1; p <= TreePods; p++ {
 			pod := &g.objects[ns+p*cfg.Namespaces]
 			pod.kind = "Pod"
-			pod.chain = ancestry.Encode([]ancestry.Ancestor{replicaSets[p%2],
+			pod.chain = ownerchain.Encode([]ownerchain.Ancestor{replicaSets[p%2],
 				{Kind: "Deployment", Name: deployment.name, UID: types.UID(deployment.uid)}})
 		}
 		g.trees = append(g.trees, *deployment)
@@ -540,7 +540,7 @@ func selectors(d dataSet) []selector {
 		}, true},
 		{"regarding.ancestor=Deployment/X", func(rng *rand.Rand) (string, fields.Requirements) {
 			o := d.trees[rng.IntN(len(d.trees))]
-			return o.ns, fields.Requirements{req("involvedObject.ancestor", ancestry.Ref(o.kind, o.name))}
+			return o.ns, fields.Requirements{req("involvedObject.ancestor", ownerchain.Ref(o.kind, o.name))}
 		}, false},
 	}
 }

@@ -67,7 +67,7 @@ var otherPrograms = map[string]string{
 // and the configured example's values name is one of the server's (a flag
 // it does not register stops it at start), or one of otherPrograms'.
 func TestFlagsTheChartNamesExist(t *testing.T) {
-	flags := app.NewCommand(context.Background()).Flags()
+	flags := app.NewCommand(context.Background(), &app.MemoryLimit{}).Flags()
 	for _, path := range []string{
 		"charts/events-apiserver/values.yaml",
 		"charts/events-apiserver/README.md",

@@ -36,7 +36,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/wait"
 
-	"github.com/kube-events/events-apiserver/pkg/ancestry"
+	"github.com/kube-events/events-apiserver/pkg/ownerchain"
 	"github.com/kube-events/events-apiserver/test/markdown"
 )
 
@@ -234,7 +234,7 @@ func TestOwnershipTree(t *testing.T) {
 			if !pods.Has(e.Regarding.Name) {
 				t.Errorf("event %s regards Pod %s, not one of tree's", e.Metadata.Name, e.Regarding.Name)
 			}
-			chain, err := ancestry.Decode(e.Metadata.Annotations[ancestry.Annotation])
+			chain, err := ownerchain.Decode(e.Metadata.Annotations[ownerchain.Annotation])
 			if err != nil || len(chain) != 2 || chain[0].Kind != "ReplicaSet" || !rsNames.Has(chain[0].Name) ||
 				chain[1].Kind != "Deployment" || chain[1].Name != "tree" {
 				t.Errorf("event %s (%s of Pod %s): chain %+v (%v), want its ReplicaSet, then Deployment tree",

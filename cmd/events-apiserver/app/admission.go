@@ -57,7 +57,7 @@ func (o *Options) registerAdmissionPlugins() {
 	a := o.Recommended.Admission
 	eventratelimit.Register(a.Plugins, o.eventPolicy)
 	eventseries.Register(a.Plugins, o.eventPolicy)
-	memorypressure.Register(a.Plugins)
+	memorypressure.Register(a.Plugins, o.memory)
 	ours := []string{eventseries.PluginName, memorypressure.PluginName, eventratelimit.PluginName}
 	order := make([]string, 0, len(a.RecommendedPluginOrder)+len(ours))
 	for _, name := range a.RecommendedPluginOrder {

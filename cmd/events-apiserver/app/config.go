@@ -49,19 +49,9 @@ func (o CompletedOptions) Config() (*apiserver.Config, error) {
 	if len(r.Etcd.StorageConfig.Transport.ServerList) == 0 {
 		return nil, errors.New("no etcd servers: set --etcd-servers, or use Run, which starts the embedded etcd")
 	}
-
-	var creds *standaloneCredentials
-	if o.standalone {
-		var err error
-		if creds, err = ensureStandaloneCredentials(filepath.Join(o.DataDir, "pki"), o.servingHosts(), time.Now()); err != nil {
-			return nil, fmt.Errorf("standalone certificates in %s: %w", o.DataDir, err)
-		}
-		if r.SecureServing.ServerCert.CertKey.CertFile == "" && r.SecureServing.ServerCert.CertKey.KeyFile == "" {
-			r.SecureServing.ServerCert.CertKey.CertFile = creds.serving.CertFile
-			r.SecureServing.ServerCert.CertKey.KeyFile = creds.serving.KeyFile
-		}
-	} else if err := r.SecureServing.MaybeDefaultWithSelfSignedCerts("localhost", nil, []net.IP{net.IPv4(127, 0, 0, 1)}); err != nil {
-		return nil, fmt.Errorf("creating self-signed serving certificates: %w", err)
+	creds, err := o.servingCredentials()
+	if err != nil {
+		return nil, err
 	}
 
 	cfg := genericapiserver.NewRecommendedConfig(apiserver.Codecs)
@@ -69,56 +59,16 @@ func (o CompletedOptions) Config() (*apiserver.Config, error) {
 	cfg.FeatureGate = o.ComponentGlobals.FeatureGateFor(basecompatibility.DefaultKubeComponent)
 	// OpenAPI first: authentication adds its security definitions to it.
 	apiserver.ApplyOpenAPIConfig(cfg)
-
-	// etcd with the events storage factory, in which the events of every
-	// version share one key space; the generic one would store each
-	// group's events apart.
-	storageConfig := r.Etcd.StorageConfig
-	// With an archive the server compacts etcd itself, never past the
-	// archiver's checkpoint, instead of the generic storage.
-	archiveConfig := o.archive.config(storageConfig.CompactionInterval)
-	if archiveConfig != nil {
-		storageConfig.CompactionInterval = 0
-		archiveConfig.Export = o.Export.config(o.exportSelection)
-	}
-	if storageConfig.StorageObjectCountTracker == nil {
-		storageConfig.StorageObjectCountTracker = cfg.StorageObjectCountTracker
-	}
-	factory := apiserver.NewStorageFactory(storageConfig, r.Etcd.DefaultStorageMediaType, cfg.EffectiveVersion)
-	if err := r.Etcd.ApplyWithStorageFactoryTo(factory, &cfg.Config); err != nil {
+	archiveConfig, err := o.applyStorage(cfg)
+	if err != nil {
 		return nil, err
 	}
-	// Everything else as the generic RecommendedOptions.ApplyTo does it,
-	// but admission, which applyAdmission sets in both modes, and, when
-	// standalone, authentication, authorization and the core API: there
-	// is no kube-apiserver to delegate to (applyStandaloneAuth).
-	generic := *r
-	generic.Etcd, generic.Admission = nil, nil
-	generic.ExtraAdmissionInitializers = func(*genericapiserver.RecommendedConfig) ([]admission.PluginInitializer, error) { return nil, nil }
-	if o.standalone {
-		generic.Authentication, generic.Authorization, generic.CoreAPI = nil, nil, nil
-	}
-	if err := generic.ApplyTo(cfg); err != nil {
+	if err := o.applyGeneric(cfg, creds); err != nil {
 		return nil, err
 	}
-	if o.standalone {
-		if err := applyStandaloneAuth(cfg, creds, r.Authentication.ClientCert.ClientCA); err != nil {
-			return nil, err
-		}
-	} else {
-		keepFrontProxyVerifications(&cfg.Authentication)
-	}
-
-	var kubeClient kubernetes.Interface
-	var dynamicClient dynamic.Interface
-	if cfg.ClientConfig != nil {
-		var err error
-		if kubeClient, err = kubernetes.NewForConfig(cfg.ClientConfig); err != nil {
-			return nil, err
-		}
-		if dynamicClient, err = dynamic.NewForConfig(cfg.ClientConfig); err != nil {
-			return nil, err
-		}
+	kubeClient, dynamicClient, err := clients(cfg)
+	if err != nil {
+		return nil, err
 	}
 	policy, err := o.eventPolicy()
 	if err != nil {
@@ -152,6 +102,91 @@ func (o CompletedOptions) Config() (*apiserver.Config, error) {
 			SharedWithKubeAPIServer:    o.Mirror.SharedWithKubeAPIServer,
 		},
 	}, nil
+}
+
+// servingCredentials sets the serving certificate: when standalone, the
+// generated one (unless one is given) and returns the generated
+// credentials; delegated, a self-signed one unless one is given.
+func (o CompletedOptions) servingCredentials() (*standaloneCredentials, error) {
+	r := o.Recommended
+	if !o.standalone {
+		if err := r.SecureServing.MaybeDefaultWithSelfSignedCerts("localhost", nil, []net.IP{net.IPv4(127, 0, 0, 1)}); err != nil {
+			return nil, fmt.Errorf("creating self-signed serving certificates: %w", err)
+		}
+		return nil, nil
+	}
+	creds, err := ensureStandaloneCredentials(filepath.Join(o.DataDir, "pki"), o.servingHosts(), time.Now())
+	if err != nil {
+		return nil, fmt.Errorf("standalone certificates in %s: %w", o.DataDir, err)
+	}
+	if r.SecureServing.ServerCert.CertKey.CertFile == "" && r.SecureServing.ServerCert.CertKey.KeyFile == "" {
+		r.SecureServing.ServerCert.CertKey.CertFile = creds.serving.CertFile
+		r.SecureServing.ServerCert.CertKey.KeyFile = creds.serving.KeyFile
+	}
+	return creds, nil
+}
+
+// applyStorage applies etcd with the events storage factory, in which the
+// events of every version share one key space (the generic one would store
+// each group's events apart), and returns the archive's configuration: with
+// an archive the server compacts etcd itself, never past the archiver's
+// checkpoint, instead of the generic storage.
+func (o CompletedOptions) applyStorage(cfg *genericapiserver.RecommendedConfig) (*apiserver.ArchiveConfig, error) {
+	r := o.Recommended
+	storageConfig := r.Etcd.StorageConfig
+	archiveConfig := o.archive.config(storageConfig.CompactionInterval)
+	if archiveConfig != nil {
+		storageConfig.CompactionInterval = 0
+		archiveConfig.Export = o.Export.config(o.exportSelection)
+	}
+	if storageConfig.StorageObjectCountTracker == nil {
+		storageConfig.StorageObjectCountTracker = cfg.StorageObjectCountTracker
+	}
+	factory := apiserver.NewStorageFactory(storageConfig, r.Etcd.DefaultStorageMediaType, cfg.EffectiveVersion)
+	if err := r.Etcd.ApplyWithStorageFactoryTo(factory, &cfg.Config); err != nil {
+		return nil, err
+	}
+	return archiveConfig, nil
+}
+
+// applyGeneric applies everything else as the generic
+// RecommendedOptions.ApplyTo does it, but admission, which applyAdmission
+// sets in both modes, and, when standalone, authentication, authorization
+// and the core API: there is no kube-apiserver to delegate to
+// (applyStandaloneAuth, with creds).
+func (o CompletedOptions) applyGeneric(cfg *genericapiserver.RecommendedConfig, creds *standaloneCredentials) error {
+	r := o.Recommended
+	generic := *r
+	generic.Etcd, generic.Admission = nil, nil
+	generic.ExtraAdmissionInitializers = func(*genericapiserver.RecommendedConfig) ([]admission.PluginInitializer, error) { return nil, nil }
+	if o.standalone {
+		generic.Authentication, generic.Authorization, generic.CoreAPI = nil, nil, nil
+	}
+	if err := generic.ApplyTo(cfg); err != nil {
+		return err
+	}
+	if o.standalone {
+		return applyStandaloneAuth(cfg, creds, r.Authentication.ClientCert.ClientCA)
+	}
+	keepFrontProxyVerifications(&cfg.Authentication)
+	return nil
+}
+
+// clients are the clients of kube-apiserver admission reads through; nil
+// without one (standalone).
+func clients(cfg *genericapiserver.RecommendedConfig) (kubernetes.Interface, dynamic.Interface, error) {
+	if cfg.ClientConfig == nil {
+		return nil, nil, nil
+	}
+	kubeClient, err := kubernetes.NewForConfig(cfg.ClientConfig)
+	if err != nil {
+		return nil, nil, err
+	}
+	dynamicClient, err := dynamic.NewForConfig(cfg.ClientConfig)
+	if err != nil {
+		return nil, nil, err
+	}
+	return kubeClient, dynamicClient, nil
 }
 
 // applyStandaloneAuth authenticates client certificates signed by the

@@ -17,12 +17,15 @@ limitations under the License.
 package app
 
 import (
+	"context"
 	"errors"
 	"log/slog"
 	"math"
 	"os"
 	"runtime/debug"
+	"time"
 
+	"github.com/kube-events/events-apiserver/pkg/admission/memorypressure"
 	"github.com/kube-events/events-apiserver/pkg/livestore"
 
 	"github.com/KimMachineGun/automemlimit/memlimit"
@@ -61,14 +64,73 @@ const MemoryLimitRatio = 0.8
 // SetMemoryLimit sets the Go heap's soft limit to MemoryLimitRatio of the
 // cgroup's memory limit (the container's), unless the environment sets
 // GOMEMLIMIT, or AUTOMEMLIMIT=off; a process without a memory limit keeps
-// none. The compact live store's memory, outside the Go heap, counts
-// against that limit (livestore.ShareMemoryLimit).
-func SetMemoryLimit() {
+// none. It returns that limit, which the compact live store's memory,
+// outside the Go heap, counts against (see MemoryLimit.Follow).
+func SetMemoryLimit() *MemoryLimit {
 	logger := klog.Background().V(2) // it runs before the flags, --version included: quiet
 	setMemoryLimit(unreadableAsNoLimit(memlimit.FromCgroup, logger), logger)
+	m := &MemoryLimit{offHeap: livestore.MappedBytes}
 	if limit := debug.SetMemoryLimit(-1); limit != math.MaxInt64 {
-		livestore.ShareMemoryLimit(limit)
+		m.limit = limit
 	}
+	return m
+}
+
+// followInterval is how often MemoryLimit.Follow reads the memory mapped
+// outside the heap: the store maps it a 1 MiB chunk at a time.
+const followInterval = 100 * time.Millisecond
+
+// MemoryLimit is the process's soft memory limit, shared by the Go heap and
+// the memory the compact live store maps outside it; the zero value has
+// none. EventMemoryPressure reads it (memorypressure.SharedLimit).
+type MemoryLimit struct {
+	limit   int64
+	offHeap func() int64
+}
+
+var _ memorypressure.SharedLimit = &MemoryLimit{}
+
+// Limit is the limit in bytes, 0 for none.
+func (m *MemoryLimit) Limit() int64 { return m.limit }
+
+// OffHeap is the memory mapped outside the Go heap.
+func (m *MemoryLimit) OffHeap() int64 {
+	if m.offHeap == nil {
+		return 0
+	}
+	return m.offHeap()
+}
+
+// Follow keeps the Go runtime's soft limit at the limit less the memory
+// mapped outside the heap until ctx ends, so that the collector works
+// harder as the store grows instead of letting the heap and the store
+// together pass the limit. Without a limit it returns at once.
+func (m *MemoryLimit) Follow(ctx context.Context) {
+	if m.limit <= 0 {
+		return
+	}
+	ticker := time.NewTicker(followInterval)
+	defer ticker.Stop()
+	var last int64 = -1
+	for {
+		last = m.follow(last)
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C:
+		}
+	}
+}
+
+// follow sets the Go runtime's soft limit to the limit less the memory
+// mapped now, leaving the heap a floor of a quarter of the limit, unless
+// that memory is still last; it returns the memory mapped.
+func (m *MemoryLimit) follow(last int64) int64 {
+	offHeap := m.OffHeap()
+	if offHeap != last {
+		debug.SetMemoryLimit(max(m.limit-offHeap, m.limit/4))
+	}
+	return offHeap
 }
 
 // unreadableAsNoLimit is limit, where a limit that cannot be read (no

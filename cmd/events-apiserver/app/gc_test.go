@@ -75,3 +75,39 @@ func TestSetMemoryLimit(t *testing.T) {
 		})
 	}
 }
+
+// TestMemoryLimitFollow: the Go runtime's soft limit is the shared limit
+// less the memory mapped outside the heap, with a floor of a quarter of the
+// limit, and follows that memory as it changes.
+func TestMemoryLimitFollow(t *testing.T) {
+	original := debug.SetMemoryLimit(-1)
+	t.Cleanup(func() { debug.SetMemoryLimit(original) })
+	const limit = 1 << 40
+	var offHeap int64
+	m := &MemoryLimit{limit: limit, offHeap: func() int64 { return offHeap }}
+	last := int64(-1)
+	for _, tc := range []struct {
+		name    string
+		offHeap int64
+		want    int64
+	}{
+		{name: "nothing mapped", offHeap: 0, want: limit},
+		{name: "a store mapped", offHeap: 1 << 30, want: limit - 1<<30},
+		{name: "more than three quarters mapped", offHeap: limit - limit/8, want: limit / 4},
+		{name: "the store unmapped", offHeap: 0, want: limit},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			offHeap = tc.offHeap
+			last = m.follow(last)
+			if got := debug.SetMemoryLimit(-1); got != tc.want {
+				t.Errorf("soft limit %d, want %d", got, tc.want)
+			}
+			if last != tc.offHeap {
+				t.Errorf("follow returned %d, want the %d mapped", last, tc.offHeap)
+			}
+		})
+	}
+	if got := (&MemoryLimit{}).OffHeap(); got != 0 {
+		t.Errorf("the zero MemoryLimit's OffHeap = %d, want 0", got)
+	}
+}

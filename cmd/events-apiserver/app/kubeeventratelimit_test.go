@@ -119,7 +119,7 @@ limits:
 				}
 				args = append(args, "--event-policy-config="+path)
 			}
-			cmd := NewCommand(context.Background())
+			cmd := NewCommand(context.Background(), &MemoryLimit{})
 			var out bytes.Buffer
 			cmd.SetOut(&out)
 			cmd.SetErr(&bytes.Buffer{})

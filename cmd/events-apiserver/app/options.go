@@ -100,7 +100,8 @@ type Options struct {
 	// EventTTL is how long an event lives after its last write.
 	EventTTL time.Duration
 	// StoreCache is what serves the store's reads from memory (with
-	// --watch-cache): the watch cache or the compact live store.
+	// --watch-cache): the compact live store or k8s.io/apiserver's watch
+	// cache.
 	StoreCache string
 	// EventPolicyConfig is the file of the event policy (see eventPolicy).
 	EventPolicyConfig string
@@ -132,8 +133,10 @@ type Options struct {
 	// standalone is the authentication mode Complete chose, which the
 	// admission methods read; CompletedOptions.StandaloneMode reports it.
 	standalone bool
-	// ready is closed by Run once the server is ready (see Ready).
-	ready chan struct{}
+	// memory is the process's memory limit, which EventMemoryPressure
+	// reads; NewCommand sets it, and without it the Go heap's soft limit
+	// is the limit.
+	memory *MemoryLimit
 	// policy is the event policy once decoded, policyErr why it was not;
 	// convertedPolicyKinds the former plugin kinds it was converted from.
 	// The admission plugins' factories read it, so it lives here.
@@ -178,7 +181,7 @@ func NewOptions() *Options {
 		Export:                     newExportOptions(),
 		Ancestry:                   newAncestryOptions(),
 		ControllerProgressDeadline: controller.DefaultProgressDeadline,
-		ready:                      make(chan struct{}),
+		memory:                     &MemoryLimit{},
 	}
 	o.Recommended.Etcd.DefaultStorageMediaType = apiserver.StorageMediaType
 	// The loops' dependency checks are as open as the other health checks.
@@ -387,8 +390,3 @@ func (o CompletedOptions) EmbeddedEtcd() bool { return o.embeddedEtcd }
 
 // KubeconfigPath is where a standalone server writes its admin kubeconfig.
 func (o *Options) KubeconfigPath() string { return filepath.Join(o.DataDir, "kubeconfig") }
-
-// Ready is closed once the server Run started with these options answers
-// /readyz with ok and, when standalone, has written KubeconfigPath: the
-// one piece of a run the options carry, for in-process tests to wait on.
-func (o *Options) Ready() <-chan struct{} { return o.ready }

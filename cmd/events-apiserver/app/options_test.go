@@ -214,7 +214,7 @@ func TestArchiveURLCredentialsAreRefusedUnlogged(t *testing.T) {
 		_ = new(klog.Level).Set("0") // -v=1 is the process's
 	})
 
-	cmd := NewCommand(t.Context())
+	cmd := NewCommand(t.Context(), &MemoryLimit{})
 	cmd.SetArgs([]string{"--data-dir=" + t.TempDir(), "--archive=url", "--archive-url=http://events:" + password + "@events-victorialogs:9428", "-v=1"})
 	cmd.SetOut(io.Discard)
 	cmd.SetErr(io.Discard)

@@ -31,13 +31,15 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/kube-events/events-apiserver/test/freeport"
 )
 
 // started runs the server in-process until the test ends and returns its
-// options once Ready is closed.
+// options once it is ready: a standalone server writes its admin
+// kubeconfig then.
 func started(t *testing.T, dataDir string, port int) (*Options, context.CancelFunc, <-chan error) {
 	t.Helper()
 	t.Setenv("KUBERNETES_SERVICE_HOST", "")
@@ -45,14 +47,18 @@ func started(t *testing.T, dataDir string, port int) (*Options, context.CancelFu
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() { done <- Run(ctx, o) }()
-	select {
-	case <-o.Ready():
-	case err := <-done:
+	err := wait.PollUntilContextTimeout(t.Context(), 50*time.Millisecond, 90*time.Second, true, func(context.Context) (bool, error) {
+		select {
+		case err := <-done:
+			return false, fmt.Errorf("Run returned before ready: %v", err)
+		default:
+		}
+		_, err := os.Stat(o.KubeconfigPath())
+		return err == nil, nil
+	})
+	if err != nil {
 		cancel()
-		t.Fatalf("Run returned before ready: %v", err)
-	case <-time.After(90 * time.Second):
-		cancel()
-		t.Fatal("server not ready in 90s")
+		t.Fatalf("server not ready: %v", err)
 	}
 	return o, cancel, done
 }

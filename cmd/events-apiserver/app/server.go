@@ -57,9 +57,11 @@ func init() {
 	overrideFeatureGateDefaults()
 }
 
-// NewCommand returns the events-apiserver command, running until ctx ends.
-func NewCommand(ctx context.Context) *cobra.Command {
+// NewCommand returns the events-apiserver command, running until ctx ends
+// within memory, the process's memory limit (SetMemoryLimit).
+func NewCommand(ctx context.Context, memory *MemoryLimit) *cobra.Command {
 	o := NewOptions()
+	*o.memory = *memory
 	cmd := &cobra.Command{
 		Use:   "events-apiserver",
 		Short: "Serve Kubernetes Events through core/v1, events.k8s.io/v1beta1 and events.k8s.io/v1 from one TTL'd etcd store",
@@ -113,16 +115,10 @@ kube-apiserver's EventRateLimit admission plugin for the event policy's limits.`
 	return cmd
 }
 
-// Run completes and validates o, starts the embedded etcd if o has no etcd
+// Run completes and validates options, starts the embedded etcd if o has no etcd
 // servers, and serves until ctx ends or the server fails. Once the server
-// is ready it writes the admin kubeconfig (standalone) and closes o.Ready().
-func Run(ctx context.Context, o *Options) error {
-	return run(ctx, o, nil)
-}
-
-// run is Run; built, when set, is handed the server once it is built, for
-// tests to reach its controllers.
-func run(ctx context.Context, options *Options, built func(*apiserver.EventsServer)) error {
+// is ready it writes the admin kubeconfig (standalone).
+func Run(ctx context.Context, options *Options) error {
 	o, err := options.Complete()
 	if err != nil {
 		return err
@@ -179,9 +175,6 @@ func run(ctx context.Context, options *Options, built func(*apiserver.EventsServ
 	if err != nil {
 		return err
 	}
-	if built != nil {
-		built(server)
-	}
 	server.GenericAPIServer.AddPostStartHookOrDie("events-apiserver-announce-ready", func(hook genericapiserver.PostStartHookContext) error {
 		go o.announceReady(hook, config)
 		return nil
@@ -201,7 +194,7 @@ func run(ctx context.Context, options *Options, built func(*apiserver.EventsServ
 }
 
 // announceReady waits until the server's own /readyz says ok, then writes
-// the admin kubeconfig (standalone) and closes o.Ready().
+// the admin kubeconfig (standalone).
 func (o *Options) announceReady(hook genericapiserver.PostStartHookContext, config *apiserver.Config) {
 	logger := klog.FromContext(hook)
 	if err := waitReady(hook); err != nil {
@@ -216,11 +209,6 @@ func (o *Options) announceReady(hook genericapiserver.PostStartHookContext, conf
 		logger.Info("Ready; admin kubeconfig written", "path", o.KubeconfigPath())
 	} else {
 		logger.Info("Ready")
-	}
-	select {
-	case <-o.ready: // announced by an earlier run of the same options
-	default:
-		close(o.ready)
 	}
 }
 

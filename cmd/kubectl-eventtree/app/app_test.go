@@ -44,8 +44,8 @@ import (
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
 
-	"github.com/kube-events/events-apiserver/pkg/ancestry"
 	"github.com/kube-events/events-apiserver/pkg/eventtree"
+	"github.com/kube-events/events-apiserver/pkg/ownerchain"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata from the output")
@@ -152,11 +152,11 @@ func (o *treeObject) uid() types.UID { return types.UID("uid-" + o.name) }
 
 // chain is the object's ancestry annotation: its owners, nearest first.
 func (o *treeObject) chain() string {
-	var chain []ancestry.Ancestor
+	var chain []ownerchain.Ancestor
 	for a := o.owner; a != nil; a = a.owner {
-		chain = append(chain, ancestry.Ancestor{Kind: a.kind, Name: a.name, UID: a.uid()})
+		chain = append(chain, ownerchain.Ancestor{Kind: a.kind, Name: a.name, UID: a.uid()})
 	}
-	return ancestry.Encode(chain)
+	return ownerchain.Encode(chain)
 }
 
 func (o *treeObject) event(name, typ, reason string, at time.Time, count int32, last time.Time) eventsv1.Event {
@@ -170,7 +170,7 @@ func (o *treeObject) event(name, typ, reason string, at time.Time, count int32, 
 		Note:       reason,
 	}
 	if chain := o.chain(); chain != "" {
-		e.Annotations = map[string]string{ancestry.Annotation: chain}
+		e.Annotations = map[string]string{ownerchain.Annotation: chain}
 	}
 	if count > 1 {
 		e.Series = &eventsv1.EventSeries{Count: count, LastObservedTime: metav1.NewMicroTime(last)}

@@ -38,7 +38,6 @@ import (
 	"sync"
 
 	"github.com/kube-events/events-apiserver/pkg/admission/internal/eventwrite"
-	"github.com/kube-events/events-apiserver/pkg/livestore"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apiserver/pkg/admission"
@@ -64,10 +63,19 @@ const RetryAfterSeconds = 10
 // memory limit, in bytes (limit 0: none).
 type Memory func() (live, limit uint64)
 
-// Register registers the plugin, reading the process's memory.
-func Register(plugins *admission.Plugins) {
+// SharedLimit is the process's soft memory limit as the command set it,
+// shared by the Go heap and the memory mapped outside it.
+type SharedLimit interface {
+	// Limit is the limit in bytes, 0 for none.
+	Limit() int64
+	// OffHeap is the memory outside the Go heap that counts against it.
+	OffHeap() int64
+}
+
+// Register registers the plugin, reading the process's memory with shared.
+func Register(plugins *admission.Plugins, shared SharedLimit) {
 	plugins.Register(PluginName, func(io.Reader) (admission.Interface, error) {
-		return NewPlugin(ProcessMemory), nil
+		return NewPlugin(ProcessMemory(shared)), nil
 	})
 }
 
@@ -108,24 +116,25 @@ func (p *Plugin) Validate(_ context.Context, a admission.Attributes, _ admission
 
 // ProcessMemory reads this process's memory in use: the live heap
 // (runtime/metrics' /gc/heap/live:bytes, as of the last collection) and
-// the memory the compact live store maps outside the heap; and its limit:
-// the soft memory limit the store shares (livestore.ShareMemoryLimit), or
+// the memory outside it that shared counts; and its limit: shared's, or
 // else the Go heap's (debug.SetMemoryLimit; none when it is math.MaxInt64).
-func ProcessMemory() (live, limit uint64) {
-	if shared := livestore.SharedMemoryLimit(); shared > 0 {
-		limit = uint64(shared)
-	} else if l := debug.SetMemoryLimit(-1); l > 0 && l != math.MaxInt64 {
-		limit = uint64(l)
+func ProcessMemory(shared SharedLimit) Memory {
+	return func() (live, limit uint64) {
+		if l := shared.Limit(); l > 0 {
+			limit = uint64(l)
+		} else if l := debug.SetMemoryLimit(-1); l > 0 && l != math.MaxInt64 {
+			limit = uint64(l)
+		}
+		if limit == 0 {
+			return 0, 0
+		}
+		sample := []metrics.Sample{{Name: heapLiveMetric}}
+		metrics.Read(sample)
+		if sample[0].Value.Kind() == metrics.KindUint64 {
+			live = sample[0].Value.Uint64()
+		}
+		return live + uint64(max(shared.OffHeap(), 0)), limit
 	}
-	if limit == 0 {
-		return 0, 0
-	}
-	sample := []metrics.Sample{{Name: heapLiveMetric}}
-	metrics.Read(sample)
-	if sample[0].Value.Kind() == metrics.KindUint64 {
-		live = sample[0].Value.Uint64()
-	}
-	return live + uint64(max(livestore.MappedBytes(), 0)), limit
 }
 
 const heapLiveMetric = "/gc/heap/live:bytes"

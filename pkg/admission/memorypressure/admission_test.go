@@ -76,24 +76,36 @@ func TestValidate(t *testing.T) {
 			}
 		})
 	}
-	if !NewPlugin(ProcessMemory).Handles(admission.Create) || NewPlugin(ProcessMemory).Handles(admission.Update) {
+	if p := NewPlugin(ProcessMemory(sharedLimit{})); !p.Handles(admission.Create) || p.Handles(admission.Update) {
 		t.Error("the plugin handles creates only")
 	}
 }
 
-// TestProcessMemory reads this process's limit and live heap.
+// sharedLimit is a SharedLimit of fixed values.
+type sharedLimit struct{ limit, offHeap int64 }
+
+func (s sharedLimit) Limit() int64   { return s.limit }
+func (s sharedLimit) OffHeap() int64 { return s.offHeap }
+
+// TestProcessMemory reads this process's limit and live heap: the shared
+// limit and the memory outside the heap when the command set one, else the
+// Go heap's soft limit.
 func TestProcessMemory(t *testing.T) {
 	previous := debug.SetMemoryLimit(-1)
 	t.Cleanup(func() { debug.SetMemoryLimit(previous) })
 
 	debug.SetMemoryLimit(1 << 40)
 	runtime.GC()
-	live, limit := ProcessMemory()
+	live, limit := ProcessMemory(sharedLimit{})()
 	if limit != 1<<40 || live == 0 || live >= limit {
-		t.Errorf("with a limit of 1 TiB: live %d, limit %d; want the limit and a live heap below it", live, limit)
+		t.Errorf("with a heap limit of 1 TiB: live %d, limit %d; want the limit and a live heap below it", live, limit)
+	}
+	const offHeap = 1 << 35
+	if inUse, limit := ProcessMemory(sharedLimit{limit: 1 << 41, offHeap: offHeap})(); limit != 1<<41 || inUse <= offHeap {
+		t.Errorf("with a shared limit of 2 TiB and 32 GiB off the heap: in use %d, limit %d; want that limit, the heap and the 32 GiB in use", inUse, limit)
 	}
 	debug.SetMemoryLimit(1<<63 - 1) // none
-	if live, limit := ProcessMemory(); live != 0 || limit != 0 {
+	if live, limit := ProcessMemory(sharedLimit{})(); live != 0 || limit != 0 {
 		t.Errorf("without a limit: live %d, limit %d; want 0, 0", live, limit)
 	}
 }

@@ -42,7 +42,7 @@ import (
 
 	"github.com/kube-events/events-apiserver/pkg/archive"
 	"github.com/kube-events/events-apiserver/pkg/controller/health"
-	eventstorage "github.com/kube-events/events-apiserver/pkg/registry/event/storage"
+	"github.com/kube-events/events-apiserver/pkg/storedevent"
 )
 
 // Defaults of Config.
@@ -286,28 +286,10 @@ func (a *Archiver) follow(ctx context.Context, client *clientv3.Client, relist b
 	// etcd holds past the checkpoint.
 	a.health.Busy()
 	f := &follower{Archiver: a, client: client, unconfirmed: make(chan error, 1)}
-	readCtx, cancel := context.WithTimeout(ctx, requestTimeout)
-	cp, ok, err := ReadCheckpoint(readCtx, client)
-	cancel()
+	start, err := f.start(ctx, relist)
 	if err != nil {
 		return err
 	}
-	start := cp.Revision
-	switch {
-	case !ok:
-		if start, err = f.relist(ctx, "no checkpoint"); err != nil {
-			return err
-		}
-	case relist:
-		if start, err = f.relist(ctx, errCompacted.Error()); err != nil {
-			return err
-		}
-	default:
-		logger.Info("Archiving from the checkpoint", "revision", cp.Revision)
-		f.checkpointed.Store(cp.Revision)
-	}
-	f.covered, f.seen = start, start
-	f.appended.Store(start)
 
 	checkpointCtx, stopCheckpoints := context.WithCancel(ctx)
 	var wg sync.WaitGroup
@@ -379,6 +361,35 @@ func (a *Archiver) follow(ctx context.Context, client *clientv3.Client, relist b
 	}
 }
 
+// start returns the revision the follow watches from: the checkpoint's,
+// or, without a checkpoint or when relist is set, that of a relist, which
+// archives every live event first.
+func (f *follower) start(ctx context.Context, relist bool) (int64, error) {
+	readCtx, cancel := context.WithTimeout(ctx, requestTimeout)
+	cp, ok, err := ReadCheckpoint(readCtx, f.client)
+	cancel()
+	if err != nil {
+		return 0, err
+	}
+	start := cp.Revision
+	switch {
+	case !ok:
+		if start, err = f.relist(ctx, "no checkpoint"); err != nil {
+			return 0, err
+		}
+	case relist:
+		if start, err = f.relist(ctx, errCompacted.Error()); err != nil {
+			return 0, err
+		}
+	default:
+		klog.FromContext(ctx).Info("Archiving from the checkpoint", "revision", cp.Revision)
+		f.checkpointed.Store(cp.Revision)
+	}
+	f.covered, f.seen = start, start
+	f.appended.Store(start)
+	return start, nil
+}
+
 // receive adds a watch response's writes to the batch.
 func (f *follower) receive(ctx context.Context, resp clientv3.WatchResponse) {
 	f.seen = max(f.seen, resp.Header.Revision)
@@ -411,11 +422,11 @@ func (f *follower) receive(ctx context.Context, resp clientv3.WatchResponse) {
 
 // record decodes one stored state into its archive record.
 func (f *follower) record(ctx context.Context, kv *mvccpb.KeyValue) (archive.Record, error) {
-	data, err := eventstorage.PlainValue(ctx, f.cfg.Transformer, f.cfg.StoragePrefix, kv)
+	data, err := storedevent.PlainValue(ctx, f.cfg.Transformer, f.cfg.StoragePrefix, kv)
 	if err != nil {
 		return archive.Record{}, err
 	}
-	event, err := eventstorage.DecodeEvent(f.cfg.Codec, data)
+	event, err := storedevent.Decode(f.cfg.Codec, data)
 	if err != nil {
 		return archive.Record{}, err
 	}
@@ -548,47 +559,14 @@ func (f *follower) relist(ctx context.Context, why string) (int64, error) {
 // to the follow, through f.unconfirmed, which appends again from the last
 // checkpoint.
 func (f *follower) checkpointLoop(ctx context.Context) {
-	logger := klog.FromContext(ctx)
-	type syncing struct {
-		revision int64
-		done     chan error
-	}
 	var (
-		wg       sync.WaitGroup
-		inFlight atomic.Int32
-		failed   atomic.Bool
-		mu       sync.Mutex
-		// writtenAt is when the checkpoint was last written.
-		writtenAt time.Time
+		wg    sync.WaitGroup
+		state checkpointState
 	)
 	queue := make(chan syncing, maxSyncs)
 	defer wg.Wait()
 	defer close(queue)
-	wg.Go(func() {
-		for s := range queue {
-			err := <-s.done
-			if err != nil {
-				err = fmt.Errorf("syncing the archive: %w", err)
-			} else if !failed.Load() {
-				err = f.writeCheckpoint(ctx, s.revision)
-			}
-			switch {
-			case failed.Load():
-				// Past a failure nothing is written.
-			case err != nil:
-				failed.Store(true)
-				if ctx.Err() == nil {
-					logger.Error(err, "Moving the archive checkpoint failed; archiving again from the last one", "revision", s.revision)
-					f.unconfirmed <- err
-				}
-			default:
-				mu.Lock()
-				writtenAt = f.cfg.Clock.Now()
-				mu.Unlock()
-			}
-			inFlight.Add(-1)
-		}
-	})
+	wg.Go(func() { f.writeCheckpoints(ctx, queue, &state) })
 
 	ticker := f.cfg.Clock.NewTicker(checkpointEvery)
 	defer ticker.Stop()
@@ -599,21 +577,18 @@ func (f *follower) checkpointLoop(ctx context.Context) {
 			return
 		case <-ticker.C():
 		}
-		if failed.Load() {
+		if state.failed.Load() {
 			return
 		}
-		if inFlight.Load() >= maxSyncs {
+		if state.inFlight.Load() >= maxSyncs {
 			continue
 		}
 		revision := f.appended.Load()
-		idle := inFlight.Load() == 0
-		mu.Lock()
-		heartbeat := f.cfg.Clock.Since(writtenAt) >= heartbeatEvery
-		mu.Unlock()
+		idle := state.inFlight.Load() == 0
 		switch {
 		case revision > started:
 			// New appends to make durable.
-		case idle && heartbeat && !f.failing():
+		case idle && state.since(f.cfg.Clock) >= heartbeatEvery && !f.failing():
 			// Unmoved, the checkpoint is rewritten only as a heartbeat,
 			// and not while appends fail: its age is then how long the
 			// archive has been failing, which bounds how long it holds
@@ -623,7 +598,7 @@ func (f *follower) checkpointLoop(ctx context.Context) {
 		}
 		started = revision
 		s := syncing{revision: revision, done: make(chan error, 1)}
-		inFlight.Add(1)
+		state.inFlight.Add(1)
 		wg.Go(func() {
 			began := f.cfg.Clock.Now()
 			err := f.cfg.Archive.Sync(ctx)
@@ -633,6 +608,60 @@ func (f *follower) checkpointLoop(ctx context.Context) {
 			s.done <- err
 		})
 		queue <- s
+	}
+}
+
+// syncing is a Sync the checkpoint loop started: the revision it makes
+// durable, and its result once it returns.
+type syncing struct {
+	revision int64
+	done     chan error
+}
+
+// checkpointState is what the checkpoint loop shares with the writer of
+// its checkpoints (writeCheckpoints).
+type checkpointState struct {
+	inFlight atomic.Int32 // Syncs started whose checkpoint is not written
+	failed   atomic.Bool  // a Sync or a write failed: nothing more is written
+	mu       sync.Mutex
+	// writtenAt is when the checkpoint was last written.
+	writtenAt time.Time
+}
+
+// since is how long ago the checkpoint was last written.
+func (s *checkpointState) since(c clock.PassiveClock) time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return c.Since(s.writtenAt)
+}
+
+// writeCheckpoints writes the revision of each Sync in queue, in the order
+// they started, once it returned. Past the first failure it writes no
+// more, and hands the error to the follow through f.unconfirmed.
+func (f *follower) writeCheckpoints(ctx context.Context, queue <-chan syncing, state *checkpointState) {
+	logger := klog.FromContext(ctx)
+	for s := range queue {
+		err := <-s.done
+		if err != nil {
+			err = fmt.Errorf("syncing the archive: %w", err)
+		} else if !state.failed.Load() {
+			err = f.writeCheckpoint(ctx, s.revision)
+		}
+		switch {
+		case state.failed.Load():
+			// Past a failure nothing is written.
+		case err != nil:
+			state.failed.Store(true)
+			if ctx.Err() == nil {
+				logger.Error(err, "Moving the archive checkpoint failed; archiving again from the last one", "revision", s.revision)
+				f.unconfirmed <- err
+			}
+		default:
+			state.mu.Lock()
+			state.writtenAt = f.cfg.Clock.Now()
+			state.mu.Unlock()
+		}
+		state.inFlight.Add(-1)
 	}
 }
 

@@ -25,8 +25,8 @@ import (
 	"github.com/kube-events/events-apiserver/pkg/ancestry"
 	"github.com/kube-events/events-apiserver/pkg/apis/core"
 	"github.com/kube-events/events-apiserver/pkg/archive"
-	eventregistry "github.com/kube-events/events-apiserver/pkg/registry/event"
-	eventstorage "github.com/kube-events/events-apiserver/pkg/registry/event/storage"
+	"github.com/kube-events/events-apiserver/pkg/ownerchain"
+	"github.com/kube-events/events-apiserver/pkg/storedevent"
 )
 
 // NewRecord is the archive record of one stored state of an event: event
@@ -48,7 +48,7 @@ func NewRecord(event *core.Event, encoder runtime.Encoder, revision int64) (arch
 		Name:            event.Name,
 		ResourceVersion: strconv.FormatInt(revision, 10),
 		Time:            core.LastObserved(event), // the order of history answers
-		Fields:          eventstorage.SelectableFields(event),
+		Fields:          storedevent.SelectableFields(event),
 		Object:          object,
 		// What a summary counts, by the rule of the live summaries.
 		Occurrences:   core.Occurrences(event),
@@ -70,13 +70,13 @@ type ChainLookup interface {
 // given its chain (see pkg/registry/event/chains). It tells whether it
 // changed event.
 func withCachedChain(event *core.Event, chains ChainLookup) bool {
-	if !ancestry.NeedsChain(event.Annotations) {
+	if !ownerchain.NeedsChain(event.Annotations) {
 		return false
 	}
-	chain := chains.Lookup(eventregistry.RegardingReference(event))
-	if chain.Pending != "" || (len(chain.Ancestors) == 0 && !ancestry.IsPending(event.Annotations)) {
+	chain := chains.Lookup(ancestry.RegardingReference(event))
+	if chain.Pending != "" || (len(chain.Ancestors) == 0 && !ownerchain.IsPending(event.Annotations)) {
 		return false
 	}
-	eventregistry.SetChain(event, chain)
+	ancestry.SetChain(event, chain)
 	return true
 }

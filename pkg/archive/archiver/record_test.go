@@ -32,6 +32,7 @@ import (
 	"github.com/kube-events/events-apiserver/pkg/apis/core/install"
 	corev1 "github.com/kube-events/events-apiserver/pkg/apis/core/v1"
 	"github.com/kube-events/events-apiserver/pkg/archive"
+	"github.com/kube-events/events-apiserver/pkg/ownerchain"
 )
 
 // TestNewRecord: the record holds the event's identity beside an object
@@ -87,13 +88,13 @@ func (c cachedChains) Lookup(regarding ancestry.Reference) ancestry.Chain {
 }
 
 func TestWithCachedChain(t *testing.T) {
-	web := []ancestry.Ancestor{{Kind: "ReplicaSet", Name: "web-1", UID: "uid-rs"}, {Kind: "Deployment", Name: "web", UID: "uid-d"}}
+	web := []ownerchain.Ancestor{{Kind: "ReplicaSet", Name: "web-1", UID: "uid-rs"}, {Kind: "Deployment", Name: "web", UID: "uid-d"}}
 	cache := cachedChains{
 		"web-1-a": {Ancestors: web},
 		"lone":    {},
 		"cut-1-a": {Ancestors: web[:1], Pending: ancestry.ReasonTimeout},
 	}
-	chain := map[string]string{ancestry.Annotation: ancestry.Encode(web)}
+	chain := map[string]string{ownerchain.Annotation: ownerchain.Encode(web)}
 	for _, tc := range []struct {
 		name, regarding string
 		stored, want    map[string]string
@@ -101,13 +102,13 @@ func TestWithCachedChain(t *testing.T) {
 	}{
 		{"none stored, the cache knows it", "web-1-a", nil, chain, true},
 		{"pending stored, the cache knows it to the top", "web-1-a",
-			map[string]string{ancestry.Annotation: ancestry.Encode(web[:1]), ancestry.PendingAnnotation: ancestry.ReasonError}, chain, true},
-		{"pending stored, no owners after all", "lone", map[string]string{ancestry.PendingAnnotation: ancestry.ReasonError}, map[string]string{}, true},
-		{"a final chain stored is kept", "web-1-a", map[string]string{ancestry.Annotation: `["Job/j","uid-j"]`}, map[string]string{ancestry.Annotation: `["Job/j","uid-j"]`}, false},
+			map[string]string{ownerchain.Annotation: ownerchain.Encode(web[:1]), ownerchain.PendingAnnotation: ancestry.ReasonError}, chain, true},
+		{"pending stored, no owners after all", "lone", map[string]string{ownerchain.PendingAnnotation: ancestry.ReasonError}, map[string]string{}, true},
+		{"a final chain stored is kept", "web-1-a", map[string]string{ownerchain.Annotation: `["Job/j","uid-j"]`}, map[string]string{ownerchain.Annotation: `["Job/j","uid-j"]`}, false},
 		{"none stored, no owners", "lone", nil, nil, false},
 		{"none stored, not cached", "other", nil, nil, false},
 		{"pending stored, pending in the cache too", "cut-1-a",
-			map[string]string{ancestry.PendingAnnotation: ancestry.ReasonError}, map[string]string{ancestry.PendingAnnotation: ancestry.ReasonError}, false},
+			map[string]string{ownerchain.PendingAnnotation: ancestry.ReasonError}, map[string]string{ownerchain.PendingAnnotation: ancestry.ReasonError}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			event := &core.Event{

@@ -37,7 +37,7 @@ import (
 	"github.com/kube-events/events-apiserver/pkg/archive"
 	"github.com/kube-events/events-apiserver/pkg/archive/archiver"
 	"github.com/kube-events/events-apiserver/pkg/controller/health"
-	eventstorage "github.com/kube-events/events-apiserver/pkg/registry/event/storage"
+	"github.com/kube-events/events-apiserver/pkg/storedevent"
 )
 
 // Defaults of Config.
@@ -306,7 +306,7 @@ func (e *Exporter) encode(ctx context.Context, enc *encoder, records []archive.R
 	logger := klog.FromContext(ctx)
 	batch := make([]sdklog.Record, 0, len(records))
 	for _, rec := range records {
-		event, err := eventstorage.DecodeEvent(e.cfg.Decoder, rec.Object)
+		event, err := storedevent.Decode(e.cfg.Decoder, rec.Object)
 		if err != nil {
 			dropped.WithLabelValues(reasonUndecoded).Inc()
 			logger.Error(err, "Skipping an archived state the export cannot decode", "uid", rec.UID, "resourceVersion", rec.ResourceVersion)

@@ -25,8 +25,8 @@ import (
 	"go.opentelemetry.io/otel/log"
 	"go.opentelemetry.io/otel/propagation"
 
-	"github.com/kube-events/events-apiserver/pkg/ancestry"
 	"github.com/kube-events/events-apiserver/pkg/apis/core"
+	"github.com/kube-events/events-apiserver/pkg/ownerchain"
 )
 
 // The attributes of an exported state. The k8s.event.*, k8s.namespace.name,
@@ -167,7 +167,7 @@ func newRecord(ctx context.Context, event *core.Event, revision string) (context
 		str(AttrRelatedAPIVer, rel.APIVersion)
 	}
 
-	if chain, err := ancestry.Decode(event.Annotations[ancestry.Annotation]); err == nil && len(chain) > 0 {
+	if chain, err := ownerchain.Decode(event.Annotations[ownerchain.Annotation]); err == nil && len(chain) > 0 {
 		names := make([]string, 0, len(chain))
 		uids := make([]string, 0, len(chain))
 		for _, a := range chain {

@@ -28,8 +28,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
 
-	"github.com/kube-events/events-apiserver/pkg/ancestry"
 	"github.com/kube-events/events-apiserver/pkg/apis/core"
+	"github.com/kube-events/events-apiserver/pkg/ownerchain"
 )
 
 // attrs flattens a record's attributes into strings, for cmp.Diff.
@@ -45,7 +45,7 @@ func attrs(r *sdklog.Record) map[string]string {
 func TestRecord(t *testing.T) {
 	first := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
 	last := first.Add(90 * time.Second).Add(123456 * time.Microsecond)
-	chain := ancestry.Encode([]ancestry.Ancestor{
+	chain := ownerchain.Encode([]ownerchain.Ancestor{
 		{Kind: "ReplicaSet", Name: "web-5d4", UID: "rs-uid"},
 		{Kind: "Deployment", Name: "web", UID: "deploy-uid"},
 	})
@@ -95,7 +95,7 @@ func TestRecord(t *testing.T) {
 			e.Series = &core.EventSeries{Count: 7, LastObservedTime: metav1.NewMicroTime(last), State: core.EventSeriesStateOngoing}
 			e.ReportingController, e.ReportingInstance = "kubelet", "kubelet-node-1"
 			e.Related = &core.ObjectReference{Kind: "Node", Name: "node-1", UID: "node-uid", APIVersion: "v1"}
-			e.Annotations = map[string]string{ancestry.Annotation: chain}
+			e.Annotations = map[string]string{ownerchain.Annotation: chain}
 		},
 		wantAttrs: with("k8s.event.count", "7", "k8s.event.start_time", "2026-03-01T10:00:00Z",
 			"k8s.event.series.state", "Ongoing",

@@ -113,7 +113,7 @@ func filter(q *archive.Query) (string, error) {
 
 // ancestorFilter is the LogsQL filter of an ancestor term: the regarding
 // object is the one value names (its Kind/name or UID), or value is in the
-// chain of its ancestors, a JSON array of strings (pkg/ancestry).
+// chain of its ancestors, a JSON array of strings (pkg/ownerchain).
 func ancestorFilter(value string) string {
 	regarding := func(f string) string {
 		return strconv.Quote(column(eventconversion.PrefixInvolvedObject + f))
@@ -158,37 +158,7 @@ func queryPage(ctx context.Context, r runner, q archive.Query, retention time.Du
 	q.Limit = min(q.Limit, maxPage)
 	batch := min(max(2*q.Limit, minBatch), maxBatch)
 
-	var page []candidate
-	var next *archive.Cursor
-	emitted := map[string]bool{}
-	// Rows read and not yet decided, in order, and their distinct UIDs.
-	var pending []candidate
-	pendingUIDs := map[string]bool{}
-	// decide checks the pending rows' UIDs in one query and takes the
-	// rows that are their UID's newest state; it reports whether the page
-	// is complete.
-	decide := func() (bool, error) {
-		newest, err := newestStates(withPhase(ctx, PhaseCheck), r, w, pending)
-		if err != nil {
-			return false, err
-		}
-		for i := range pending {
-			c := &pending[i]
-			if emitted[c.uid] || newest[c.uid] != c.rv {
-				continue
-			}
-			if len(page) == q.Limit {
-				// Another record follows: the page continues.
-				next = page[len(page)-1].cursor()
-				return true, nil
-			}
-			emitted[c.uid] = true
-			page = append(page, *c)
-		}
-		pending = pending[:0]
-		clear(pendingUIDs)
-		return false, nil
-	}
+	b := pageBuilder{limit: q.Limit, emitted: map[string]bool{}, pendingUIDs: map[string]bool{}}
 	// The scan position: rows strictly after pos (when set) and before hi.
 	pos := q.After
 	hi := w.until
@@ -207,10 +177,7 @@ func queryPage(ctx context.Context, r runner, q archive.Query, retention time.Du
 		if err != nil {
 			return archive.Page{}, err
 		}
-		for _, c := range rows {
-			pending = append(pending, c)
-			pendingUIDs[c.uid] = true
-		}
+		b.add(rows)
 		if len(rows) == batch {
 			// The slice may hold more rows: continue after the last one.
 			pos = rows[len(rows)-1].cursor()
@@ -222,8 +189,8 @@ func queryPage(ctx context.Context, r runner, q archive.Query, retention time.Du
 		}
 		// Enough UIDs to fill the page and tell whether another follows,
 		// unless some turn out to have their newest state elsewhere.
-		if len(pendingUIDs) > q.Limit-len(page) {
-			done, err := decide()
+		if len(b.pendingUIDs) > q.Limit-len(b.page) {
+			done, err := b.decide(ctx, r, w)
 			if err != nil {
 				return archive.Page{}, err
 			}
@@ -232,16 +199,64 @@ func queryPage(ctx context.Context, r runner, q archive.Query, retention time.Du
 			}
 		}
 	}
-	if next == nil && len(pending) > 0 {
-		if _, err := decide(); err != nil {
+	if b.next == nil && len(b.pending) > 0 {
+		if _, err := b.decide(ctx, r, w); err != nil {
 			return archive.Page{}, err
 		}
 	}
-	records, err := readRecords(withPhase(ctx, PhaseFetch), r, page)
+	records, err := readRecords(withPhase(ctx, PhaseFetch), r, b.page)
 	if err != nil {
 		return archive.Page{}, err
 	}
-	return archive.Page{Records: records, Next: next}, nil
+	return archive.Page{Records: records, Next: b.next}, nil
+}
+
+// pageBuilder gathers the records of a page from the rows queryPage reads.
+type pageBuilder struct {
+	limit int
+	// page is the records taken, next the cursor of the page that follows
+	// (nil: none), and emitted their UIDs.
+	page    []candidate
+	next    *archive.Cursor
+	emitted map[string]bool
+	// pending are the rows read and not yet decided, in order, and
+	// pendingUIDs their distinct UIDs.
+	pending     []candidate
+	pendingUIDs map[string]bool
+}
+
+// add adds rows read to the pending ones.
+func (b *pageBuilder) add(rows []candidate) {
+	for _, c := range rows {
+		b.pending = append(b.pending, c)
+		b.pendingUIDs[c.uid] = true
+	}
+}
+
+// decide checks the pending rows' UIDs in one query and takes the rows
+// that are their UID's newest state in w; it reports whether the page is
+// complete.
+func (b *pageBuilder) decide(ctx context.Context, r runner, w window) (bool, error) {
+	newest, err := newestStates(withPhase(ctx, PhaseCheck), r, w, b.pending)
+	if err != nil {
+		return false, err
+	}
+	for i := range b.pending {
+		c := &b.pending[i]
+		if b.emitted[c.uid] || newest[c.uid] != c.rv {
+			continue
+		}
+		if len(b.page) == b.limit {
+			// Another record follows: the page continues.
+			b.next = b.page[len(b.page)-1].cursor()
+			return true, nil
+		}
+		b.emitted[c.uid] = true
+		b.page = append(b.page, *c)
+	}
+	b.pending = b.pending[:0]
+	clear(b.pendingUIDs)
+	return false, nil
 }
 
 // readBatch reads the order keys and states of at most n rows matching

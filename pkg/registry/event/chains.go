@@ -21,6 +21,7 @@ import (
 
 	"github.com/kube-events/events-apiserver/pkg/ancestry"
 	"github.com/kube-events/events-apiserver/pkg/apis/core"
+	"github.com/kube-events/events-apiserver/pkg/ownerchain"
 )
 
 // ChainResolver finds the chain of controller owners of the object an
@@ -31,8 +32,8 @@ type ChainResolver interface {
 }
 
 // setChain sets a new event's chain of controller owners, the
-// ancestry.Annotation, to what the resolver finds, and marks it with the
-// ancestry.PendingAnnotation when the resolution stopped short for a
+// ownerchain.Annotation, to what the resolver finds, and marks it with the
+// ownerchain.PendingAnnotation when the resolution stopped short for a
 // failure that may pass. The server owns both: what the client sent in them
 // is dropped; the chain is absent when it is empty or there is no
 // resolver.
@@ -43,8 +44,8 @@ func (s Strategy) setChain(ctx context.Context, event *core.Event) {
 
 // stripChain drops what a client sent in the annotations the server owns.
 func stripChain(event *core.Event) {
-	delete(event.Annotations, ancestry.Annotation)
-	delete(event.Annotations, ancestry.PendingAnnotation)
+	delete(event.Annotations, ownerchain.Annotation)
+	delete(event.Annotations, ownerchain.PendingAnnotation)
 }
 
 // ResolveChain sets a new event's chain to what the resolver finds; the
@@ -54,25 +55,7 @@ func (s Strategy) ResolveChain(ctx context.Context, event *core.Event) {
 	if s.chains == nil {
 		return
 	}
-	SetChain(event, s.chains.Resolve(ctx, RegardingReference(event)))
-}
-
-// SetChain sets event's annotations to chain: the ancestry.Annotation when
-// it has ancestors, the ancestry.PendingAnnotation when it is pending; each
-// is removed otherwise.
-func SetChain(event *core.Event, chain ancestry.Chain) {
-	set := func(key, value string) {
-		if value == "" {
-			delete(event.Annotations, key)
-			return
-		}
-		if event.Annotations == nil {
-			event.Annotations = map[string]string{}
-		}
-		event.Annotations[key] = value
-	}
-	set(ancestry.Annotation, ancestry.Encode(chain.Ancestors))
-	set(ancestry.PendingAnnotation, chain.Pending)
+	ancestry.SetChain(event, s.chains.Resolve(ctx, ancestry.RegardingReference(event)))
 }
 
 // keepChain keeps the chain an updated event was stored with, whatever the
@@ -82,39 +65,14 @@ func SetChain(event *core.Event, chain ancestry.Chain) {
 // owners) or with a pending one is resolved again, as a new event is: the
 // resolver's cache makes asking again cheap.
 func (s Strategy) keepChain(ctx context.Context, event, old *core.Event) {
-	if ancestry.NeedsChain(old.Annotations) {
+	if ownerchain.NeedsChain(old.Annotations) {
 		s.setChain(ctx, event)
 		return
 	}
-	chain := old.Annotations[ancestry.Annotation]
-	delete(event.Annotations, ancestry.PendingAnnotation)
+	chain := old.Annotations[ownerchain.Annotation]
+	delete(event.Annotations, ownerchain.PendingAnnotation)
 	if event.Annotations == nil {
 		event.Annotations = map[string]string{}
 	}
-	event.Annotations[ancestry.Annotation] = chain
-}
-
-// RegardingReference is what the resolver needs of the object event is
-// about. A namespaced object's events are in its namespace, which a
-// reference that leaves it out means. An object of another namespace is
-// out of scope: its chain is not read on behalf of a writer who may write
-// events only in its own (kube-apiserver's validation lets such an event
-// through when it has an eventTime, and so does this server's).
-func RegardingReference(event *core.Event) ancestry.Reference {
-	regarding := event.InvolvedObject
-	ref := ancestry.Reference{
-		APIVersion: regarding.APIVersion,
-		Kind:       regarding.Kind,
-		Namespace:  regarding.Namespace,
-		Name:       regarding.Name,
-		UID:        regarding.UID,
-	}
-	switch ref.Namespace {
-	case "":
-		ref.Namespace = event.Namespace
-	case event.Namespace:
-	default:
-		ref.OutOfScope = ancestry.ReasonOtherNamespace
-	}
-	return ref
+	event.Annotations[ownerchain.Annotation] = chain
 }

@@ -26,6 +26,7 @@ import (
 
 	"github.com/kube-events/events-apiserver/pkg/ancestry"
 	"github.com/kube-events/events-apiserver/pkg/apis/core"
+	"github.com/kube-events/events-apiserver/pkg/ownerchain"
 )
 
 // knownChains resolves from a fixed ownership map, and records what it was
@@ -44,8 +45,8 @@ func (k *knownChains) Resolve(_ context.Context, regarding ancestry.Reference) a
 }
 
 var (
-	webChain = []ancestry.Ancestor{{Kind: "ReplicaSet", Name: "web-7d4f9", UID: "uid-rs"}, {Kind: "Deployment", Name: "web", UID: "uid-d"}}
-	oldChain = []ancestry.Ancestor{{Kind: "Job", Name: "nightly-1", UID: "uid-j"}}
+	webChain = []ownerchain.Ancestor{{Kind: "ReplicaSet", Name: "web-7d4f9", UID: "uid-rs"}, {Kind: "Deployment", Name: "web", UID: "uid-d"}}
+	oldChain = []ownerchain.Ancestor{{Kind: "Job", Name: "nightly-1", UID: "uid-j"}}
 	// sentChain is what a client claims; the server never keeps it.
 	sentChain = `["Deployment/other","uid-other"]`
 	// known: web-7d4f9-a's chain resolves, cut-5f6-a's stops short at its
@@ -75,20 +76,20 @@ func TestCreateSetsTheResolvedChain(t *testing.T) {
 		// namespace is the regarding object's, "" for the event's
 		namespace string
 	}{
-		{"resolved", true, "web-7d4f9-a", nil, map[string]string{ancestry.Annotation: ancestry.Encode(webChain)}, ""},
+		{"resolved", true, "web-7d4f9-a", nil, map[string]string{ownerchain.Annotation: ownerchain.Encode(webChain)}, ""},
 		{"resolved replaces what the client sent", true, "web-7d4f9-a",
-			map[string]string{ancestry.Annotation: sentChain, "team": "a"},
-			map[string]string{ancestry.Annotation: ancestry.Encode(webChain), "team": "a"}, ""},
-		{"no chain drops what the client sent", true, "lonely", map[string]string{ancestry.Annotation: sentChain}, map[string]string{}, ""},
+			map[string]string{ownerchain.Annotation: sentChain, "team": "a"},
+			map[string]string{ownerchain.Annotation: ownerchain.Encode(webChain), "team": "a"}, ""},
+		{"no chain drops what the client sent", true, "lonely", map[string]string{ownerchain.Annotation: sentChain}, map[string]string{}, ""},
 		{"no chain, no annotations", true, "lonely", nil, nil, ""},
 		{"stopped short, marked pending", true, "cut-5f6-a", nil,
-			map[string]string{ancestry.Annotation: ancestry.Encode(webChain[:1]), ancestry.PendingAnnotation: ancestry.ReasonTimeout}, ""},
-		{"resolved drops a pending mark the client sent", true, "web-7d4f9-a", map[string]string{ancestry.PendingAnnotation: "timeout"},
-			map[string]string{ancestry.Annotation: ancestry.Encode(webChain)}, ""},
+			map[string]string{ownerchain.Annotation: ownerchain.Encode(webChain[:1]), ownerchain.PendingAnnotation: ancestry.ReasonTimeout}, ""},
+		{"resolved drops a pending mark the client sent", true, "web-7d4f9-a", map[string]string{ownerchain.PendingAnnotation: "timeout"},
+			map[string]string{ownerchain.Annotation: ownerchain.Encode(webChain)}, ""},
 		{"standalone drops what the client sent", false, "web-7d4f9-a",
-			map[string]string{ancestry.Annotation: sentChain, "team": "a"}, map[string]string{"team": "a"}, ""},
-		{"the event's own namespace named", true, "web-7d4f9-a", nil, map[string]string{ancestry.Annotation: ancestry.Encode(webChain)}, "shop"},
-		{"another namespace's object gets no chain", true, "web-7d4f9-a", map[string]string{ancestry.Annotation: sentChain}, map[string]string{}, "db"},
+			map[string]string{ownerchain.Annotation: sentChain, "team": "a"}, map[string]string{"team": "a"}, ""},
+		{"the event's own namespace named", true, "web-7d4f9-a", nil, map[string]string{ownerchain.Annotation: ownerchain.Encode(webChain)}, "shop"},
+		{"another namespace's object gets no chain", true, "web-7d4f9-a", map[string]string{ownerchain.Annotation: sentChain}, map[string]string{}, "db"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			strategy := NewStrategy(nil)
@@ -119,7 +120,7 @@ func TestCreateSetsTheResolvedChain(t *testing.T) {
 }
 
 func TestPrepareForUpdateKeepsTheStoredChain(t *testing.T) {
-	stored := map[string]string{ancestry.Annotation: ancestry.Encode(oldChain)}
+	stored := map[string]string{ownerchain.Annotation: ownerchain.Encode(oldChain)}
 	for _, tc := range []struct {
 		name             string
 		resolver         bool
@@ -127,17 +128,17 @@ func TestPrepareForUpdateKeepsTheStoredChain(t *testing.T) {
 		want             map[string]string
 		wantResolveCalls int
 	}{
-		{"kept when the update sends another", true, stored, map[string]string{ancestry.Annotation: sentChain}, stored, 0},
+		{"kept when the update sends another", true, stored, map[string]string{ownerchain.Annotation: sentChain}, stored, 0},
 		{"kept when the update drops it", true, stored, nil, stored, 0},
 		{"kept beside the update's other annotations", true, stored, map[string]string{"team": "a"},
-			map[string]string{ancestry.Annotation: ancestry.Encode(oldChain), "team": "a"}, 0},
+			map[string]string{ownerchain.Annotation: ownerchain.Encode(oldChain), "team": "a"}, 0},
 		{"kept when standalone", false, stored, nil, stored, 0},
-		{"resolved when none was stored", true, nil, map[string]string{ancestry.Annotation: sentChain},
-			map[string]string{ancestry.Annotation: ancestry.Encode(webChain)}, 1},
-		{"none stored, none resolved", false, nil, map[string]string{ancestry.Annotation: sentChain}, map[string]string{}, 0},
-		{"resolved again when pending", true, map[string]string{ancestry.Annotation: ancestry.Encode(webChain[:1]), ancestry.PendingAnnotation: ancestry.ReasonError},
-			map[string]string{ancestry.PendingAnnotation: ancestry.ReasonError}, map[string]string{ancestry.Annotation: ancestry.Encode(webChain)}, 1},
-		{"a pending mark the update sends is dropped", true, stored, map[string]string{ancestry.PendingAnnotation: ancestry.ReasonTimeout}, stored, 0},
+		{"resolved when none was stored", true, nil, map[string]string{ownerchain.Annotation: sentChain},
+			map[string]string{ownerchain.Annotation: ownerchain.Encode(webChain)}, 1},
+		{"none stored, none resolved", false, nil, map[string]string{ownerchain.Annotation: sentChain}, map[string]string{}, 0},
+		{"resolved again when pending", true, map[string]string{ownerchain.Annotation: ownerchain.Encode(webChain[:1]), ownerchain.PendingAnnotation: ancestry.ReasonError},
+			map[string]string{ownerchain.PendingAnnotation: ancestry.ReasonError}, map[string]string{ownerchain.Annotation: ownerchain.Encode(webChain)}, 1},
+		{"a pending mark the update sends is dropped", true, stored, map[string]string{ownerchain.PendingAnnotation: ancestry.ReasonTimeout}, stored, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			strategy := NewStrategy(nil)

@@ -110,7 +110,7 @@ func (s Strategy) PrepareForUpdate(ctx context.Context, obj, old runtime.Object)
 // keepAppliedFields drops the managedFields entries of Update operations
 // (creates, updates and patches) and keeps those of server-side apply.
 // Recorders write events with plain creates and patches, so nearly every
-// event would otherwise carry an entry (about 0.5 KiB in the watch cache
+// event would otherwise carry an entry (about 0.5 KiB in the store's cache
 // and in etcd) that tracks ownership of fields that, once written, never
 // change (ValidateUpdate). What such entries are for is conflict detection
 // for a later applier, who now takes over those fields without a conflict;

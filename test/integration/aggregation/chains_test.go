@@ -30,7 +30,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/component-base/metrics/legacyregistry"
 
-	"github.com/kube-events/events-apiserver/pkg/ancestry"
+	"github.com/kube-events/events-apiserver/pkg/ownerchain"
 	"github.com/kube-events/events-apiserver/test/harness"
 )
 
@@ -70,11 +70,11 @@ func TestOurServerKeepsTheChainOfControllerOwners(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	podChain := ancestry.Encode([]ancestry.Ancestor{
+	podChain := ownerchain.Encode([]ownerchain.Ancestor{
 		{Kind: "ReplicaSet", Name: rs.Name, UID: rs.UID},
 		{Kind: "Deployment", Name: d.Name, UID: d.UID},
 	})
-	forged := map[string]string{ancestry.Annotation: `["Deployment/other","uid-other"]`, "team": "a"}
+	forged := map[string]string{ownerchain.Annotation: `["Deployment/other","uid-other"]`, "team": "a"}
 
 	// events.k8s.io through kube-apiserver.
 	sent := v1beta1Event(ns, "through-kube-apiserver")
@@ -85,7 +85,7 @@ func TestOurServerKeepsTheChainOfControllerOwners(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]string{ancestry.Annotation: podChain, "team": "a"}
+	want := map[string]string{ownerchain.Annotation: podChain, "team": "a"}
 	if diff := cmp.Diff(want, created.Annotations); diff != "" {
 		t.Errorf("created through kube-apiserver: annotations (-want +got):\n%s", diff)
 	}
@@ -106,11 +106,11 @@ func TestOurServerKeepsTheChainOfControllerOwners(t *testing.T) {
 		regarding corev1.ObjectReference
 		want      map[string]string
 	}{
-		{corev1.ObjectReference{APIVersion: "v1", Kind: "Pod", Namespace: ns, Name: pod.Name, UID: pod.UID}, map[string]string{ancestry.Annotation: podChain}},
+		{corev1.ObjectReference{APIVersion: "v1", Kind: "Pod", Namespace: ns, Name: pod.Name, UID: pod.UID}, map[string]string{ownerchain.Annotation: podChain}},
 		{corev1.ObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Namespace: ns, Name: d.Name, UID: d.UID}, nil},
 	} {
 		created, err := direct.Create(ctx, &corev1.Event{
-			ObjectMeta:     metav1.ObjectMeta{GenerateName: "direct-", Namespace: ns, Annotations: map[string]string{ancestry.Annotation: forged[ancestry.Annotation]}},
+			ObjectMeta:     metav1.ObjectMeta{GenerateName: "direct-", Namespace: ns, Annotations: map[string]string{ownerchain.Annotation: forged[ownerchain.Annotation]}},
 			InvolvedObject: tc.regarding,
 			Reason:         "Started", Message: "started", Type: corev1.EventTypeNormal,
 			Source:         corev1.EventSource{Component: "example.com/controller"},
@@ -251,7 +251,7 @@ func TestChainsStayInTheWritersNamespace(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := map[string]string{ancestry.Annotation: ancestry.Encode([]ancestry.Ancestor{{Kind: "StatefulSet", Name: ownSts.Name, UID: ownSts.UID}})}
+		want := map[string]string{ownerchain.Annotation: ownerchain.Encode([]ownerchain.Ancestor{{Kind: "StatefulSet", Name: ownSts.Name, UID: ownSts.UID}})}
 		if diff := cmp.Diff(want, created.Annotations); diff != "" {
 			t.Errorf("the tenant's event about its own pod: annotations (-want +got):\n%s", diff)
 		}

@@ -51,6 +51,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/kube-events/events-apiserver/pkg/ancestry"
+	"github.com/kube-events/events-apiserver/pkg/ownerchain"
 	"github.com/kube-events/events-apiserver/test/integration/framework"
 )
 
@@ -247,7 +248,7 @@ func TestAncestorTerms(t *testing.T) {
 		e := &eventsv1.Event{
 			ObjectMeta: metav1.ObjectMeta{Name: "ev-" + o.name, Namespace: namespace,
 				// A client's chain is never kept: the server owns the annotation.
-				Annotations: map[string]string{ancestry.Annotation: `["Deployment/webber","forged"]`}},
+				Annotations: map[string]string{ownerchain.Annotation: `["Deployment/webber","forged"]`}},
 			EventTime: metav1.NowMicro(), ReportingController: "example.com/test", ReportingInstance: "test-1",
 			Action: "Test", Reason: reason, Type: corev1.EventTypeNormal, Note: "about " + o.name,
 			Regarding: corev1.ObjectReference{APIVersion: gv, Kind: o.kind, Namespace: namespace, Name: o.name, UID: uid},
@@ -256,13 +257,13 @@ func TestAncestorTerms(t *testing.T) {
 		if err != nil {
 			t.Fatalf("event about %s: %v", o.name, err)
 		}
-		chain, err := ancestry.Decode(created.Annotations[ancestry.Annotation])
+		chain, err := ownerchain.Decode(created.Annotations[ownerchain.Annotation])
 		if err != nil {
 			t.Fatalf("event about %s: %v", o.name, err)
 		}
-		var want []ancestry.Ancestor
+		var want []ownerchain.Ancestor
 		for owner := ownerOf(o.name); owner != ""; owner = ownerOf(owner) {
-			want = append(want, ancestry.Ancestor{Kind: kinds[owner], Name: owner, UID: uids[owner]})
+			want = append(want, ownerchain.Ancestor{Kind: kinds[owner], Name: owner, UID: uids[owner]})
 		}
 		if diff := cmp.Diff(want, chain); diff != "" {
 			t.Errorf("chain of the event about %s %s (-want +got):\n%s", o.kind, o.name, diff)
@@ -380,11 +381,11 @@ func TestChainThroughAnOutage(t *testing.T) {
 	if err != nil {
 		t.Fatalf("an event written while kube-apiserver is out of reach: %v", err)
 	}
-	if reason := e.Annotations[ancestry.PendingAnnotation]; !ancestry.Retryable(reason) {
-		t.Errorf("stored with %s=%q, want a retryable reason; annotations %v", ancestry.PendingAnnotation, reason, e.Annotations)
+	if reason := e.Annotations[ownerchain.PendingAnnotation]; !ancestry.Retryable(reason) {
+		t.Errorf("stored with %s=%q, want a retryable reason; annotations %v", ownerchain.PendingAnnotation, reason, e.Annotations)
 	}
 
-	want := ancestry.Encode([]ancestry.Ancestor{
+	want := ownerchain.Encode([]ownerchain.Ancestor{
 		{Kind: "ReplicaSet", Name: "web-1", UID: uids["web-1"]}, {Kind: "Deployment", Name: "web", UID: uids["web"]}})
 	var last map[string]string
 	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
@@ -393,8 +394,8 @@ func TestChainThroughAnOutage(t *testing.T) {
 			return false, err
 		}
 		last = got.Annotations
-		_, pending := last[ancestry.PendingAnnotation]
-		return last[ancestry.Annotation] == want && !pending, nil
+		_, pending := last[ownerchain.PendingAnnotation]
+		return last[ownerchain.Annotation] == want && !pending, nil
 	})
 	if err != nil {
 		t.Fatalf("the event was never given its whole chain %s: %v; annotations %v", want, err, last)

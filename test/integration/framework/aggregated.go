@@ -515,7 +515,7 @@ func (c *AggregatedCluster) runServer(ctx context.Context, listener net.Listener
 	o.Recommended.SecureServing.Listener = listener
 	c.Server = o
 
-	r, err := startRun(ctx, o)
+	r, err := startRun(ctx, o, false)
 	if err != nil {
 		listener.Close()
 		return err

@@ -18,9 +18,14 @@ package framework
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
+	"net/http"
+	"os"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/kube-events/events-apiserver/cmd/events-apiserver/app"
 )
@@ -35,23 +40,53 @@ type run struct {
 }
 
 // startRun runs app.Run with o until stop and waits, as long as ctx
-// allows, until the server is ready. A run that stops or is not ready in
-// time is an error (and is stopped).
-func startRun(ctx context.Context, o *app.Options) (*run, error) {
+// allows, until the server is ready: its /readyz answers ok and, when
+// standalone, it wrote its admin kubeconfig. A run that stops or is not
+// ready in time is an error (and is stopped).
+func startRun(ctx context.Context, o *app.Options, standalone bool) (*run, error) {
 	runCtx, cancel := context.WithCancel(context.Background())
 	r := &run{cancel: cancel, done: make(chan struct{})}
 	go func() {
 		r.err = app.Run(runCtx, o)
 		close(r.done)
 	}()
-	select {
-	case <-o.Ready():
+	readyz := "https://" + o.Recommended.SecureServing.Listener.Addr().String() + "/readyz"
+	// Anonymous: /readyz is always allowed. The serving certificate is
+	// the server's own, which the test trusts by construction.
+	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
+		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // a test's own server
+	}}
+	err := wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		select {
+		case <-r.done:
+			return false, fmt.Errorf("events-apiserver stopped before it was ready: %v", r.err)
+		default:
+		}
+		if standalone {
+			if _, err := os.Stat(o.KubeconfigPath()); err != nil {
+				return false, nil
+			}
+		}
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, readyz, nil)
+		if err != nil {
+			return false, err
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			return false, nil
+		}
+		_ = resp.Body.Close()
+		return resp.StatusCode == http.StatusOK, nil
+	})
+	if err == nil {
 		return r, nil
+	}
+	select {
 	case <-r.done:
 		cancel()
-		return nil, fmt.Errorf("events-apiserver stopped before it was ready: %v", r.err)
-	case <-ctx.Done():
-		return nil, errors.Join(fmt.Errorf("events-apiserver not ready: %w", ctx.Err()), r.stop())
+		return nil, err
+	default:
+		return nil, errors.Join(fmt.Errorf("events-apiserver not ready: %w", err), r.stop())
 	}
 }
 

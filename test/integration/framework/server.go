@@ -208,7 +208,7 @@ func (s *Server) start(listener net.Listener) error {
 
 	ctx, cancel := context.WithTimeout(context.Background(), serverStartTimeout)
 	defer cancel()
-	r, err := startRun(ctx, o)
+	r, err := startRun(ctx, o, true)
 	if err != nil {
 		listener.Close()
 		return fmt.Errorf("events-apiserver %v: %w", s.Args, err)

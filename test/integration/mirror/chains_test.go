@@ -27,7 +27,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
-	"github.com/kube-events/events-apiserver/pkg/ancestry"
+	"github.com/kube-events/events-apiserver/pkg/ownerchain"
 )
 
 // TestMirroredEventsKeepTheChainOfControllerOwners: the mirror's writes go
@@ -64,7 +64,7 @@ func TestMirroredEventsKeepTheChainOfControllerOwners(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := ancestry.Encode([]ancestry.Ancestor{{Kind: "Job", Name: job.Name, UID: job.UID}, {Kind: "CronJob", Name: cj.Name, UID: cj.UID}})
+	want := ownerchain.Encode([]ownerchain.Ancestor{{Kind: "Job", Name: job.Name, UID: job.UID}, {Kind: "CronJob", Name: cj.Name, UID: cj.UID}})
 
 	now := metav1.NewTime(time.Now())
 	upstream, err := admin.CoreV1().Events(ns).Create(ctx, &corev1.Event{
@@ -78,7 +78,7 @@ func TestMirroredEventsKeepTheChainOfControllerOwners(t *testing.T) {
 		t.Fatal(err)
 	}
 	mirrored := waitForV1beta1(t, ns, "regarding.name="+pod.Name, upstream.Name)
-	if got := mirrored[0].Annotations[ancestry.Annotation]; got != want {
+	if got := mirrored[0].Annotations[ownerchain.Annotation]; got != want {
 		t.Errorf("mirrored event's chain %q, want %q", got, want)
 	}
 
@@ -93,7 +93,7 @@ func TestMirroredEventsKeepTheChainOfControllerOwners(t *testing.T) {
 	}); err != nil {
 		t.Fatalf("the update was not mirrored: %v (last %v)", err, updated)
 	}
-	if got := updated.Annotations[ancestry.Annotation]; got != want {
+	if got := updated.Annotations[ownerchain.Annotation]; got != want {
 		t.Errorf("mirrored update's chain %q, want %q", got, want)
 	}
 }

@@ -28,7 +28,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/component-base/metrics/legacyregistry"
 
-	"github.com/kube-events/events-apiserver/pkg/ancestry"
+	"github.com/kube-events/events-apiserver/pkg/ownerchain"
 	"github.com/kube-events/events-apiserver/test/harness"
 )
 
@@ -68,7 +68,7 @@ func TestEventsWrittenByKubeAPIServerGetTheirChain(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := ancestry.Encode([]ancestry.Ancestor{{Kind: "ReplicaSet", Name: rs.Name, UID: rs.UID}, {Kind: "Deployment", Name: d.Name, UID: d.UID}})
+	want := ownerchain.Encode([]ownerchain.Ancestor{{Kind: "ReplicaSet", Name: rs.Name, UID: rs.UID}, {Kind: "Deployment", Name: d.Name, UID: d.UID}})
 
 	now := metav1.NewTime(time.Now())
 	events := kube.CoreV1().Events(namespace)
@@ -82,7 +82,7 @@ func TestEventsWrittenByKubeAPIServerGetTheirChain(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := created.Annotations[ancestry.Annotation]; ok {
+	if _, ok := created.Annotations[ownerchain.Annotation]; ok {
 		t.Fatalf("kube-apiserver stored a chain itself: %v", created.Annotations)
 	}
 	ours := kubeClient(t, cluster.ServerConfig).CoreV1().Events(namespace)
@@ -95,7 +95,7 @@ func TestEventsWrittenByKubeAPIServerGetTheirChain(t *testing.T) {
 				return false, nil
 			}
 			last = event
-			return event.Count == count && event.Annotations[ancestry.Annotation] == want, nil
+			return event.Count == count && event.Annotations[ownerchain.Annotation] == want, nil
 		}); err != nil {
 			t.Fatalf("%s: no chain %s with count %d (last %v): %v", what, want, count, last, err)
 		}

@@ -90,7 +90,7 @@ func kubeEventRateLimitConfig(t *testing.T) string {
 	if err := os.WriteFile(policy, []byte(stormPolicy), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cmd := app.NewCommand(t.Context())
+	cmd := app.NewCommand(t.Context(), &app.MemoryLimit{})
 	var out bytes.Buffer
 	cmd.SetOut(&out)
 	cmd.SetArgs([]string{app.KubeEventRateLimitCommandName, "--event-policy-config=" + policy, "--admission-configuration"})

@@ -42,6 +42,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/kube-events/events-apiserver/pkg/ancestry"
+	"github.com/kube-events/events-apiserver/pkg/ownerchain"
 	"github.com/kube-events/events-apiserver/test/harness"
 	"github.com/kube-events/events-apiserver/test/integration/framework"
 )
@@ -177,8 +178,8 @@ func podRef(p *corev1.Pod) ancestry.Reference {
 	return ancestry.Reference{APIVersion: "v1", Kind: "Pod", Namespace: p.Namespace, Name: p.Name, UID: p.UID}
 }
 
-func ancestor(kind string, o metav1.Object) ancestry.Ancestor {
-	return ancestry.Ancestor{Kind: kind, Name: o.GetName(), UID: o.GetUID()}
+func ancestor(kind string, o metav1.Object) ownerchain.Ancestor {
+	return ownerchain.Ancestor{Kind: kind, Name: o.GetName(), UID: o.GetUID()}
 }
 
 func newResolver(t *testing.T, config *rest.Config, options ancestry.Options) *ancestry.Resolver {
@@ -235,7 +236,7 @@ func expectCounts(t *testing.T, before counts, unresolved map[string]float64, re
 }
 
 // expectChain expects r to resolve ref's chain to want, final.
-func expectChain(t *testing.T, r *ancestry.Resolver, ref ancestry.Reference, want []ancestry.Ancestor) {
+func expectChain(t *testing.T, r *ancestry.Resolver, ref ancestry.Reference, want []ownerchain.Ancestor) {
 	t.Helper()
 	expectResolution(t, r.Resolve(t.Context(), ref), ref, ancestry.Chain{Ancestors: want})
 }
@@ -258,7 +259,7 @@ func TestDeploymentChainAndSharedLookups(t *testing.T) {
 	p2 := w.pod("web-7d4f9-b", controlledBy(rs, replicaSetKind))
 	r := newResolver(t, adminConfig, ancestry.Options{})
 
-	want := []ancestry.Ancestor{ancestor("ReplicaSet", rs), ancestor("Deployment", d)}
+	want := []ownerchain.Ancestor{ancestor("ReplicaSet", rs), ancestor("Deployment", d)}
 	before := snapshot(t)
 	// A lookup reads nothing: what the cache does not know is pending.
 	expectResolution(t, r.Lookup(podRef(p1)), podRef(p1), ancestry.Chain{Pending: ancestry.ReasonUncached})
@@ -279,7 +280,7 @@ func TestDeploymentChainAndSharedLookups(t *testing.T) {
 
 	before = snapshot(t)
 	expectChain(t, r, ancestry.Reference{APIVersion: "apps/v1", Kind: "ReplicaSet", Namespace: w.namespace, Name: rs.Name, UID: rs.UID},
-		[]ancestry.Ancestor{ancestor("Deployment", d)})
+		[]ownerchain.Ancestor{ancestor("Deployment", d)})
 	expectChain(t, r, ancestry.Reference{APIVersion: "apps/v1", Kind: "Deployment", Namespace: w.namespace, Name: d.Name, UID: d.UID}, nil)
 	// All known already.
 	expectCounts(t, before, nil, 0)
@@ -293,7 +294,7 @@ func TestCronJobChain(t *testing.T) {
 	r := newResolver(t, adminConfig, ancestry.Options{})
 
 	before := snapshot(t)
-	expectChain(t, r, podRef(p), []ancestry.Ancestor{ancestor("Job", j), ancestor("CronJob", cj)})
+	expectChain(t, r, podRef(p), []ownerchain.Ancestor{ancestor("Job", j), ancestor("CronJob", cj)})
 	expectCounts(t, before, nil, 3)
 }
 
@@ -315,8 +316,8 @@ func TestShippedClusterRole(t *testing.T) {
 	r := newResolver(t, user, ancestry.Options{})
 
 	before := snapshot(t)
-	expectChain(t, r, podRef(p), []ancestry.Ancestor{ancestor("ReplicaSet", rs), ancestor("Deployment", d)})
-	expectChain(t, r, podRef(jp), []ancestry.Ancestor{ancestor("Job", j), ancestor("CronJob", cj)})
+	expectChain(t, r, podRef(p), []ownerchain.Ancestor{ancestor("ReplicaSet", rs), ancestor("Deployment", d)})
+	expectChain(t, r, podRef(jp), []ownerchain.Ancestor{ancestor("Job", j), ancestor("CronJob", cj)})
 	expectCounts(t, before, nil, -1)
 }
 
@@ -335,12 +336,12 @@ func TestForbiddenOwner(t *testing.T) {
 	r := newResolver(t, user, ancestry.Options{})
 
 	before := snapshot(t)
-	expectChain(t, r, podRef(p1), []ancestry.Ancestor{ancestor("ReplicaSet", rs)})
+	expectChain(t, r, podRef(p1), []ownerchain.Ancestor{ancestor("ReplicaSet", rs)})
 	expectCounts(t, before, map[string]float64{ancestry.ReasonForbidden: 1}, 2)
 
 	// The refusal is remembered for a while: the sibling does not ask again.
 	before = snapshot(t)
-	expectChain(t, r, podRef(p2), []ancestry.Ancestor{ancestor("ReplicaSet", rs)})
+	expectChain(t, r, podRef(p2), []ownerchain.Ancestor{ancestor("ReplicaSet", rs)})
 	expectCounts(t, before, map[string]float64{ancestry.ReasonForbidden: 1}, 1)
 }
 
@@ -370,7 +371,7 @@ func TestDeletedAndReplacedPod(t *testing.T) {
 	// The replacement's own events have its chain, from what the read of
 	// the same name found.
 	before = snapshot(t)
-	expectChain(t, r, podRef(replacement), []ancestry.Ancestor{ancestor("ReplicaSet", newRS), ancestor("Deployment", d)})
+	expectChain(t, r, podRef(replacement), []ownerchain.Ancestor{ancestor("ReplicaSet", newRS), ancestor("Deployment", d)})
 	expectCounts(t, before, nil, 2)
 }
 
@@ -389,8 +390,8 @@ func TestReferencesWithoutUID(t *testing.T) {
 	missing := ancestry.Reference{APIVersion: "v1", Kind: "Pod", Namespace: w.namespace, Name: "missing"}
 
 	before := snapshot(t)
-	expectChain(t, r, byName, []ancestry.Ancestor{ancestor("ReplicaSet", rs), ancestor("Deployment", d)})
-	expectChain(t, r, byName, []ancestry.Ancestor{ancestor("ReplicaSet", rs), ancestor("Deployment", d)})
+	expectChain(t, r, byName, []ownerchain.Ancestor{ancestor("ReplicaSet", rs), ancestor("Deployment", d)})
+	expectChain(t, r, byName, []ownerchain.Ancestor{ancestor("ReplicaSet", rs), ancestor("Deployment", d)})
 	expectCounts(t, before, nil, 3)
 
 	before = snapshot(t)
@@ -413,7 +414,7 @@ func TestOwnerCycle(t *testing.T) {
 	r := newResolver(t, adminConfig, ancestry.Options{})
 
 	before := snapshot(t)
-	expectChain(t, r, podRef(p), []ancestry.Ancestor{ancestor("ReplicaSet", a), ancestor("ReplicaSet", b)})
+	expectChain(t, r, podRef(p), []ownerchain.Ancestor{ancestor("ReplicaSet", a), ancestor("ReplicaSet", b)})
 	expectCounts(t, before, map[string]float64{ancestry.ReasonCycle: 1}, 3)
 }
 
@@ -430,7 +431,7 @@ func TestClusterScopedOwner(t *testing.T) {
 	r := newResolver(t, adminConfig, ancestry.Options{})
 
 	before := snapshot(t)
-	expectChain(t, r, podRef(p), []ancestry.Ancestor{ancestor("Node", node)})
+	expectChain(t, r, podRef(p), []ownerchain.Ancestor{ancestor("Node", node)})
 	expectCounts(t, before, nil, 2)
 }
 
@@ -443,7 +444,7 @@ func TestUnknownOwnerKind(t *testing.T) {
 	r := newResolver(t, adminConfig, ancestry.Options{})
 
 	before := snapshot(t)
-	expectChain(t, r, podRef(p), []ancestry.Ancestor{{Kind: "Widget", Name: "w", UID: widget[0].UID}})
+	expectChain(t, r, podRef(p), []ownerchain.Ancestor{{Kind: "Widget", Name: "w", UID: widget[0].UID}})
 	expectCounts(t, before, map[string]float64{ancestry.ReasonNoKind: 1}, 1)
 }
 
@@ -472,7 +473,7 @@ func TestKubeAPIServerThrottling(t *testing.T) {
 	proxy := framework.StartCountingProxy(t, adminConfig, nil)
 	r := newResolver(t, proxy.Config(), ancestry.Options{Timeout: 500 * time.Millisecond})
 	rsRef := ancestry.Reference{APIVersion: "apps/v1", Kind: "ReplicaSet", Namespace: w.namespace, Name: rs.Name, UID: rs.UID}
-	expectChain(t, r, rsRef, []ancestry.Ancestor{ancestor("Deployment", d)})
+	expectChain(t, r, rsRef, []ownerchain.Ancestor{ancestor("Deployment", d)})
 
 	proxy.Throttle(time.Second)
 	before := snapshot(t)
@@ -483,8 +484,8 @@ func TestKubeAPIServerThrottling(t *testing.T) {
 	expectResolution(t, r.Lookup(podRef(p)), podRef(p), ancestry.Chain{Pending: ancestry.ReasonUncached})
 
 	proxy.Throttle(0)
-	expectChain(t, r, podRef(p), []ancestry.Ancestor{ancestor("ReplicaSet", rs), ancestor("Deployment", d)})
-	expectResolution(t, r.Lookup(podRef(p)), podRef(p), ancestry.Chain{Ancestors: []ancestry.Ancestor{ancestor("ReplicaSet", rs), ancestor("Deployment", d)}})
+	expectChain(t, r, podRef(p), []ownerchain.Ancestor{ancestor("ReplicaSet", rs), ancestor("Deployment", d)})
+	expectResolution(t, r.Lookup(podRef(p)), podRef(p), ancestry.Chain{Ancestors: []ownerchain.Ancestor{ancestor("ReplicaSet", rs), ancestor("Deployment", d)}})
 }
 
 // shippedServerRole is the server's ClusterRole from artifacts/base.
@@ -558,7 +559,7 @@ func TestClaimedUIDsHitOnlyWhatWasRead(t *testing.T) {
 	rs := w.replicaSet("web-7d4f9", controlledBy(d, deploymentKind))
 	p := w.pod("web-7d4f9-a", controlledBy(rs, replicaSetKind))
 	r := newResolver(t, adminConfig, ancestry.Options{})
-	expectChain(t, r, podRef(p), []ancestry.Ancestor{ancestor("ReplicaSet", rs), ancestor("Deployment", d)})
+	expectChain(t, r, podRef(p), []ownerchain.Ancestor{ancestor("ReplicaSet", rs), ancestor("Deployment", d)})
 
 	for _, tc := range []struct {
 		name       string

@@ -17,7 +17,7 @@ limitations under the License.
 // Package chains gives their chain of controller owners to the stored
 // events that lack it: those whose chain stopped short for a failure that
 // may pass (kube-apiserver unreachable, a spent budget), marked with the
-// ancestry.PendingAnnotation, and, in offload mode, those that reach the
+// ownerchain.PendingAnnotation, and, in offload mode, those that reach the
 // store without going through its strategy, as kube-apiserver writes the
 // cluster's events straight into this server's etcd.
 package chains
@@ -46,8 +46,9 @@ import (
 	"github.com/kube-events/events-apiserver/pkg/ancestry"
 	"github.com/kube-events/events-apiserver/pkg/apis/core"
 	corev1 "github.com/kube-events/events-apiserver/pkg/apis/core/v1"
+	"github.com/kube-events/events-apiserver/pkg/ownerchain"
 	eventregistry "github.com/kube-events/events-apiserver/pkg/registry/event"
-	eventstorage "github.com/kube-events/events-apiserver/pkg/registry/event/storage"
+	"github.com/kube-events/events-apiserver/pkg/storedevent"
 )
 
 const (
@@ -211,13 +212,13 @@ func (a *Annotator) readAll(ctx context.Context, client *clientv3.Client, queue 
 // consider queues the event kv holds if its chain is pending, or absent
 // with Config.Unannotated.
 func (a *Annotator) consider(ctx context.Context, kv *mvccpb.KeyValue, queue workqueue.TypedRateLimitingInterface[item]) {
-	data, err := eventstorage.PlainValue(ctx, a.cfg.Transformer, a.cfg.StoragePrefix, kv)
+	data, err := storedevent.PlainValue(ctx, a.cfg.Transformer, a.cfg.StoragePrefix, kv)
 	if err == nil && !a.cfg.Unannotated && !bytes.Contains(data, pendingKey) {
 		return // most events, checked without decoding them
 	}
 	var event *core.Event
 	if err == nil {
-		event, err = eventstorage.DecodeEvent(a.cfg.Codec, data)
+		event, err = storedevent.Decode(a.cfg.Codec, data)
 	}
 	if err != nil {
 		klog.FromContext(ctx).V(2).Info("Skipping a stored event that does not decode", "key", string(kv.Key), "err", err)
@@ -228,18 +229,18 @@ func (a *Annotator) consider(ctx context.Context, kv *mvccpb.KeyValue, queue wor
 	}
 	queue.Add(item{
 		event:     types.NamespacedName{Namespace: event.Namespace, Name: event.Name},
-		regarding: eventregistry.RegardingReference(event),
+		regarding: ancestry.RegardingReference(event),
 	})
 }
 
 // wants tells whether event is one to give a chain.
 func (a *Annotator) wants(event *core.Event) bool {
-	return ancestry.NeedsChain(event.Annotations) && (a.cfg.Unannotated || ancestry.IsPending(event.Annotations))
+	return ownerchain.NeedsChain(event.Annotations) && (a.cfg.Unannotated || ownerchain.IsPending(event.Annotations))
 }
 
-// pendingKey is the ancestry.PendingAnnotation's key as it is in a stored
+// pendingKey is the ownerchain.PendingAnnotation's key as it is in a stored
 // event's bytes, JSON or protobuf alike.
-var pendingKey = []byte(ancestry.PendingAnnotation)
+var pendingKey = []byte(ownerchain.PendingAnnotation)
 
 // processNext annotates one queued event; false once the queue shut down.
 func (a *Annotator) processNext(ctx context.Context, queue workqueue.TypedRateLimitingInterface[item]) bool {
@@ -288,7 +289,7 @@ func (a *Annotator) annotate(ctx context.Context, next item) error {
 	if !ok {
 		return fmt.Errorf("getting event %s returned %T", next.event, obj)
 	}
-	if !ancestry.NeedsChain(event.Annotations) || (!ancestry.IsPending(event.Annotations) && len(chain.Ancestors) == 0) {
+	if !ownerchain.NeedsChain(event.Annotations) || (!ownerchain.IsPending(event.Annotations) && len(chain.Ancestors) == 0) {
 		return nil
 	}
 	_, _, err = a.cfg.Events.Update(ctx, next.event.Name, rest.DefaultUpdatedObjectInfo(event),

@@ -47,6 +47,7 @@ import (
 	"github.com/kube-events/events-apiserver/pkg/archive"
 	"github.com/kube-events/events-apiserver/pkg/continuetoken"
 	eventstorage "github.com/kube-events/events-apiserver/pkg/registry/event/storage"
+	"github.com/kube-events/events-apiserver/pkg/storedevent"
 )
 
 const (
@@ -351,7 +352,7 @@ func (r *REST) readLive(ctx context.Context, options *metainternalversion.ListOp
 		return r.liveFromList(ctx, options, q, after)
 	}
 	// As fresh as a consistent list: every change etcd had now. A timeline
-	// that cannot say so (etcd unreachable, the watch cache relisting)
+	// that cannot say so (etcd unreachable, the store's cache relisting)
 	// leaves the page to the list, whose errors are the store's.
 	resourceVersion, fresh, err := r.timeline.Sync(ctx, timelineWait)
 	if err != nil || !fresh {
@@ -359,7 +360,7 @@ func (r *REST) readLive(ctx context.Context, options *metainternalversion.ListOp
 	}
 	page, err := r.liveFromTimeline(ctx, eventstorage.Matcher(labelSelector, q.selector), q, after, n)
 	if err != nil {
-		// The watch cache behind the timeline (relisting): the list answers.
+		// The store's cache behind the timeline (relisting): the list answers.
 		klog.FromContext(ctx).V(2).Info("History page reads the live store's list", "reason", err)
 		return r.liveFromList(ctx, options, q, after)
 	}
@@ -427,7 +428,7 @@ func (r *REST) liveFromTimeline(ctx context.Context, pred storage.SelectionPredi
 // namespace, UID and the resourceVersion it was written at, which the
 // record holds beside the object (see archive.Record.Object).
 func (r *REST) decode(record archive.Record) (*core.Event, error) {
-	event, err := eventstorage.DecodeEvent(r.decoder, record.Object)
+	event, err := storedevent.Decode(r.decoder, record.Object)
 	if err != nil {
 		return nil, err
 	}

@@ -37,6 +37,7 @@ import (
 	"github.com/kube-events/events-apiserver/pkg/apis/eventpolicy"
 	eventregistry "github.com/kube-events/events-apiserver/pkg/registry/event"
 	eventstorage "github.com/kube-events/events-apiserver/pkg/registry/event/storage"
+	"github.com/kube-events/events-apiserver/pkg/storedevent"
 )
 
 // controllerWorkers is how many events the controller writes at once.
@@ -57,11 +58,11 @@ const pollInterval = time.Second
 // bypassing writer cannot be refused, so a series that kube-apiserver
 // reopens after it was Finished reads Ongoing again (through our API that
 // write would be refused). It lists those events every pollInterval (field
-// selector series.stateless=true, served from the watch cache's index of
-// them) and writes with optimistic concurrency, so a newer write always
+// selector series.stateless=true, served from the store cache's index
+// of them) and writes with optimistic concurrency, so a newer write always
 // wins.
 //
-// It lists rather than watches: the watch cache hands a watch every event
+// It lists rather than watches: the store's cache hands a watch every event
 // of the store unless the watch selects one regarding name (its one
 // trigger), through a buffer sized when the watch starts (ten events on the
 // empty cache of a starting server), and holds every other watcher's
@@ -108,7 +109,7 @@ func (c *StateController) Run(ctx context.Context) {
 }
 
 // stateless selects the series stored without a state.
-var stateless = fields.OneTermEqualSelector(eventstorage.FieldStatelessSeries, "true")
+var stateless = fields.OneTermEqualSelector(storedevent.FieldStatelessSeries, "true")
 
 // enqueueStateless queues every series stored without a state (the list's
 // selector picks them; sync checks each again as it reads it); the queue
@@ -160,7 +161,7 @@ func (c *StateController) sync(ctx context.Context, key types.NamespacedName) er
 	if !ok {
 		return fmt.Errorf("getting event %s returned %T", key, obj)
 	}
-	if !eventstorage.IsStatelessSeries(event) {
+	if !storedevent.IsStatelessSeries(event) {
 		return nil
 	}
 	updated := event.DeepCopy()

@@ -49,10 +49,10 @@ import (
 var conflictRetry = retry.DefaultRetry
 
 // The sweeper and the state controller read the series they look after
-// with one list per selector, without a limit, so that the watch cache
+// with one list per selector, without a limit, so that the store's cache
 // serves each list whole from memory. A limited list is served by etcd
-// from its second page on (the watch cache keeps no snapshot per write; see
-// ListFromCacheSnapshot), and etcd then reads every event after the last
+// from its second page on (neither store cache keeps a snapshot per write;
+// see ListFromCacheSnapshot), and etcd then reads every event after the last
 // page, singletons included, to find the next matches: with 100,000 events
 // cached, a sweep every minute read all of them through etcd.
 

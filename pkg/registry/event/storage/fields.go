@@ -26,20 +26,23 @@ import (
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apiserver/pkg/storage"
 
-	"github.com/kube-events/events-apiserver/pkg/ancestry"
 	"github.com/kube-events/events-apiserver/pkg/apis/core"
 	eventconversion "github.com/kube-events/events-apiserver/pkg/conversion"
+	"github.com/kube-events/events-apiserver/pkg/ownerchain"
+	"github.com/kube-events/events-apiserver/pkg/storedevent"
 )
 
-// The watch cache keeps the selectable field set of every cached event for
+// The watch cache (--store-cache=watch-cache) keeps the selectable field
+// set of every cached event for
 // as long as the event is cached, to filter lists and watch events without
 // converting the object. As a plain fields.Set (a Go map of 15 to 20 string
 // pairs for a typical event) it cost 1.2 KiB per event, a third of the
 // memory per cached event. GetAttrs therefore hands the cache a packed set,
 // a map of at most eight entries, which Go keeps in one group of eight
 // slots (a ninth would make it a table of groups):
-//   - metadata.name and metadata.namespace, which the cacher reads from the
-//     set itself to find the watchers scoped to one namespace or name;
+//   - metadata.name and metadata.namespace, which the watch cache reads
+//     from the set itself to find the watchers scoped to one namespace or
+//     name;
 //   - the values that are mostly unique per event or per object, as the
 //     event's own strings (a free slot costs nothing, a copy would): the
 //     regarding and related names and UIDs, the regarding resourceVersion
@@ -48,40 +51,13 @@ import (
 //     and a map of two groups);
 //   - under packedKey, every other selectable value (kinds, API versions,
 //     field paths, reason, reporter, type, series state) in the order of
-//     selectableLabels, length-prefixed in one string that the collector need
-//     not scan. Those values repeat across events, and so does the string:
-//     the store shares one copy of each (see newAttrFunc).
+//     storedevent.SelectableLabels, length-prefixed in one string that the
+//     collector need not scan. Those values repeat across events, and so
+//     does the string: the store shares one copy of each (see newAttrFunc).
 //
 // The selectors Matcher builds read a packed set through packedSet; any
-// other fields.Set they are given (SelectableFields') reads as it is.
-
-// FieldStatelessSeries selects the series stored without a state ("true";
-// "" for every other event), for the series-state controller to list and
-// watch those alone instead of every event without a state, singletons
-// included. No served version accepts it (their field label conversions
-// refuse labels they do not map), so it changes no user's selector; it is
-// for in-process callers of the store.
-const FieldStatelessSeries = "series.stateless"
-
-// IsStatelessSeries tells whether event is a series stored without a
-// state: what FieldStatelessSeries selects.
-func IsStatelessSeries(event *core.Event) bool {
-	return event.Series != nil && event.Series.State == ""
-}
-
-// selectableLabels are the canonical labels of the selectable fields, in
-// the order of appendSelectableValues.
-var selectableLabels = func() []string {
-	labels := []string{eventconversion.FieldName, eventconversion.FieldNamespace}
-	for _, prefix := range []string{eventconversion.PrefixInvolvedObject, eventconversion.PrefixRelated} {
-		for _, f := range eventconversion.ObjectReferenceFields {
-			labels = append(labels, prefix+f)
-		}
-	}
-	return append(labels, eventconversion.FieldReason, eventconversion.FieldAction, eventconversion.FieldSource,
-		eventconversion.FieldReportingComponent, eventconversion.FieldReportingInstance, eventconversion.FieldType,
-		eventconversion.FieldSeriesState, FieldStatelessSeries, eventconversion.FieldAncestor)
-}()
+// other fields.Set they are given (storedevent.SelectableFields') reads as
+// it is.
 
 // directLabels are the labels a packed set holds as entries of their own.
 var directLabels = []string{
@@ -108,15 +84,15 @@ type fieldSlot struct {
 }
 
 // slots lays out the packed set: the slot of each selectable label, by
-// label and, in selectableSlots, in the order of selectableLabels.
+// label and, in selectableSlots, in the order of storedevent.SelectableLabels.
 var slots, selectableSlots = func() (map[string]fieldSlot, []fieldSlot) {
-	byLabel := make(map[string]fieldSlot, len(selectableLabels))
+	byLabel := make(map[string]fieldSlot, len(storedevent.SelectableLabels))
 	for _, label := range directLabels {
 		byLabel[label] = fieldSlot{direct: true}
 	}
-	inOrder := make([]fieldSlot, len(selectableLabels))
+	inOrder := make([]fieldSlot, len(storedevent.SelectableLabels))
 	packed := 0
-	for i, label := range selectableLabels {
+	for i, label := range storedevent.SelectableLabels {
 		if _, direct := byLabel[label]; !direct {
 			byLabel[label] = fieldSlot{position: packed}
 			packed++
@@ -126,72 +102,18 @@ var slots, selectableSlots = func() (map[string]fieldSlot, []fieldSlot) {
 	return byLabel, inOrder
 }()
 
-// appendSelectableValues appends the values of an event's selectable
-// fields to values, in the order of selectableLabels ("" for an unset
-// field).
-func appendSelectableValues(values []string, event *core.Event) []string {
-	values = append(values, event.Name, event.Namespace)
-	values = appendReference(values, &event.InvolvedObject)
-	related := event.Related
-	if related == nil {
-		related = &core.ObjectReference{}
-	}
-	values = appendReference(values, related)
-
-	seriesState, stateless := "", ""
-	if event.Series != nil {
-		seriesState = string(event.Series.State)
-	}
-	if IsStatelessSeries(event) {
-		stateless = "true"
-	}
-	// source is the legacy reporter, falling back to the new one, and
-	// reportingComponent the new one, falling back to the legacy one, so
-	// that either selects events written through either API.
-	source := event.Source.Component
-	if source == "" {
-		source = event.ReportingController
-	}
-	return append(values, event.Reason, event.Action, source,
-		eventconversion.ReportingController(event.ReportingController, event.Source.Component),
-		event.ReportingInstance, event.Type, seriesState, stateless, event.Annotations[ancestry.Annotation])
-}
-
-// appendReference appends the values of ObjectReferenceFields.
-func appendReference(values []string, ref *core.ObjectReference) []string {
-	return append(values, ref.Kind, ref.Namespace, ref.Name, string(ref.UID), ref.APIVersion, ref.ResourceVersion, ref.FieldPath)
-}
-
-// SelectableFields returns the selectable fields of an event under their
-// canonical (core/v1) labels as a plain set: what a packed set reads as,
-// the reference the tests hold packFields to, and what the archive keeps
-// beside each state of an event, so that a history query selects exactly as
-// the live store does; see pkg/conversion for how each served version
-// names them. It holds only the fields that are set: fields.Set
-// reads an absent label as "", so an unset field selects exactly as an
-// empty one would (related.name= matches events without a related object).
-func SelectableFields(event *core.Event) fields.Set {
-	set := fields.Set{}
-	for i, value := range appendSelectableValues(nil, event) {
-		if value != "" {
-			set[selectableLabels[i]] = value
-		}
-	}
-	return set
-}
-
 // packFields returns the packed selectable field set of an event, its
 // packed values shared through table (nil: not shared).
 func packFields(event *core.Event, table *stringTable) fields.Set {
 	var valuesArray [32]string // on the stack, as is buf: only the set is kept
-	values := appendSelectableValues(valuesArray[:0], event)
+	values := storedevent.AppendSelectableValues(valuesArray[:0], event)
 	set := make(fields.Set, maxPackedSetEntries)
 	var buf [256]byte
 	packed := buf[:0]
 	for i, value := range values {
 		switch slot := selectableSlots[i]; {
 		case slot.direct && value != "":
-			set[selectableLabels[i]] = value
+			set[storedevent.SelectableLabels[i]] = value
 		case !slot.direct:
 			packed = binary.AppendUvarint(packed, uint64(len(value)))
 			packed = append(packed, value...)
@@ -242,7 +164,7 @@ func uvarint(s string) (value, size int) {
 	return 0, 0
 }
 
-// Has reports whether label is set, as SelectableFields' set would.
+// Has reports whether label is set, as storedevent.SelectableFields' set would.
 func (p packedSet) Has(label string) bool { return p.Get(label) != "" }
 
 // unpacked returns the fields a selector reads from a set GetAttrs made.
@@ -258,7 +180,7 @@ func unpacked(f fields.Fields) fields.Fields {
 // packedSelector is a field selector that reads packed sets, and matches
 // the ancestor terms (FieldAncestor) as they mean: the event's regarding
 // object is the object the term names, or one of its ancestors. The
-// embedded selector is the whole of it, which the watch cache asks for
+// embedded selector is the whole of it, which the store's cache asks for
 // the exact values of indexed fields (the ancestor index included).
 type packedSelector struct {
 	fields.Selector
@@ -295,7 +217,7 @@ func (s packedSelector) Matches(f fields.Fields) bool {
 		return false
 	}
 	for _, r := range s.ancestors {
-		in := ancestry.Matches(f.Get(eventconversion.PrefixInvolvedObject+"kind"), f.Get(eventconversion.PrefixInvolvedObject+"name"),
+		in := ownerchain.Matches(f.Get(eventconversion.PrefixInvolvedObject+"kind"), f.Get(eventconversion.PrefixInvolvedObject+"name"),
 			f.Get(eventconversion.PrefixInvolvedObject+"uid"), f.Get(eventconversion.FieldAncestor), r.Value)
 		if in == (r.Operator == selection.NotEquals) {
 			return false
@@ -325,8 +247,8 @@ func GetAttrs(obj runtime.Object) (labels.Set, fields.Set, error) {
 	return attrs(obj, nil)
 }
 
-// newAttrFunc returns GetAttrs for the watch cache, which keeps the field
-// set of every cached event: events with the same packed values share one
+// newAttrFunc returns GetAttrs for the store's cache (the watch cache
+// keeps the field set of every cached event): events with the same packed values share one
 // copy of them, kept in table.
 func newAttrFunc(table *stringTable) storage.AttrFunc {
 	return func(obj runtime.Object) (labels.Set, fields.Set, error) {
@@ -344,7 +266,7 @@ func attrs(obj runtime.Object, table *stringTable) (labels.Set, fields.Set, erro
 
 // Matcher returns the selection predicate for a label and a field selector,
 // whose labels have already been converted to the canonical core/v1 names.
-// Its IndexFields let the watch cache serve an exact match on an indexed
+// Its IndexFields let the store's cache serve an exact match on an indexed
 // field from the index (see Indexers).
 func Matcher(label labels.Selector, field fields.Selector) storage.SelectionPredicate {
 	if field == nil {

@@ -28,14 +28,15 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apiserver/pkg/storage"
 
-	"github.com/kube-events/events-apiserver/pkg/ancestry"
 	"github.com/kube-events/events-apiserver/pkg/apis/core"
 	eventconversion "github.com/kube-events/events-apiserver/pkg/conversion"
+	"github.com/kube-events/events-apiserver/pkg/ownerchain"
+	"github.com/kube-events/events-apiserver/pkg/storedevent"
 )
 
 // The packed set GetAttrs gives the watch cache selects exactly as the
-// plain set of SelectableFields: every label, = and !=, on the value the
-// event has, on "" and on another value.
+// plain set of storedevent.SelectableFields: every label, = and !=, on the
+// value the event has, on "" and on another value.
 func TestPackedFieldsSelectAsThePlainSet(t *testing.T) {
 	long := strings.Repeat("x", 300) // a length that takes two uvarint bytes
 	withOddValues := fullEvent()
@@ -58,12 +59,12 @@ func TestPackedFieldsSelectAsThePlainSet(t *testing.T) {
 		{name: "NUL, 300-byte value, no series", event: withOddValues},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			plain := SelectableFields(tt.event)
+			plain := storedevent.SelectableFields(tt.event)
 			_, packed, err := GetAttrs(tt.event)
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, label := range selectableLabels {
+			for _, label := range storedevent.SelectableLabels {
 				if got, want := unpacked(packed).Get(label), plain.Get(label); got != want {
 					t.Errorf("Get(%q) = %q, want %q", label, got, want)
 				}
@@ -138,7 +139,7 @@ func TestGetAttrsPacksTheRepeatingValues(t *testing.T) {
 		"metadata.name": event.Name, "metadata.namespace": event.Namespace,
 		"involvedObject.name": "pod-a", "involvedObject.uid": "uid-a", "involvedObject.resourceVersion": "7",
 		"related.name": "node-1", "related.uid": "uid-n",
-		"involvedObject.ancestor": event.Annotations[ancestry.Annotation],
+		"involvedObject.ancestor": event.Annotations[ownerchain.Annotation],
 		packedKey:                 packed[packedKey],
 	}
 	if diff := cmp.Diff(want, packed); diff != "" {
@@ -191,17 +192,17 @@ func BenchmarkAttrFunc(b *testing.B) {
 	}
 }
 
-// FieldStatelessSeries selects the series stored without a state, and
-// neither singletons nor series with a state; its index holds the same
-// events under "true" and no other event at all.
+// storedevent.FieldStatelessSeries selects the series stored without a
+// state, and neither singletons nor series with a state; its index holds
+// the same events under "true" and no other event at all.
 func TestStatelessSeriesField(t *testing.T) {
 	withState := fullEvent()
 	stateless := fullEvent()
 	stateless.Series.State = ""
 	singleton := fullEvent()
 	singleton.Series = nil
-	predicate := Matcher(labels.Everything(), fields.OneTermEqualSelector(FieldStatelessSeries, "true"))
-	index := (*Indexers())[storage.FieldIndex(FieldStatelessSeries)]
+	predicate := Matcher(labels.Everything(), fields.OneTermEqualSelector(storedevent.FieldStatelessSeries, "true"))
+	index := (*Indexers())[storage.FieldIndex(storedevent.FieldStatelessSeries)]
 	for _, tt := range []struct {
 		name  string
 		event *core.Event
@@ -284,7 +285,7 @@ func TestSeriesStateIndex(t *testing.T) {
 // packed and plain sets and objects alike, ANDed with the other terms.
 func TestAncestorTerms(t *testing.T) {
 	withChain := fullEvent()
-	withChain.Annotations = map[string]string{ancestry.Annotation: ancestry.Encode([]ancestry.Ancestor{
+	withChain.Annotations = map[string]string{ownerchain.Annotation: ownerchain.Encode([]ownerchain.Ancestor{
 		{Kind: "ReplicaSet", Name: "web-7d4f9", UID: "uid-rs"},
 		{Kind: "Deployment", Name: "web", UID: "uid-deploy"},
 	})}
@@ -328,7 +329,7 @@ func TestAncestorTerms(t *testing.T) {
 				if got := predicate.MatchesObjectAttributes(nil, packed); got != c.want {
 					t.Errorf("on the packed set of %v: %v, want %v", c.event.Annotations, got, c.want)
 				}
-				if got := predicate.MatchesObjectAttributes(nil, SelectableFields(c.event)); got != c.want {
+				if got := predicate.MatchesObjectAttributes(nil, storedevent.SelectableFields(c.event)); got != c.want {
 					t.Errorf("on the plain set of %v: %v, want %v", c.event.Annotations, got, c.want)
 				}
 				if got, err := predicate.Matches(c.event); err != nil || got != c.want {

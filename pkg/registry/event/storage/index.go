@@ -24,12 +24,13 @@ import (
 	"k8s.io/apiserver/pkg/storage"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/kube-events/events-apiserver/pkg/ancestry"
 	"github.com/kube-events/events-apiserver/pkg/apis/core"
 	eventconversion "github.com/kube-events/events-apiserver/pkg/conversion"
+	"github.com/kube-events/events-apiserver/pkg/ownerchain"
+	"github.com/kube-events/events-apiserver/pkg/storedevent"
 )
 
-// The watch cache indexes events by the fields users select on most, so
+// The store's cache indexes events by the fields users select on most, so
 // that a list by an exact value of one of them reads one index bucket
 // instead of every cached event, and so that a watch event reaches only the
 // watchers selecting its regarding name instead of every watcher.
@@ -53,14 +54,14 @@ const (
 	IndexSeriesState = eventconversion.FieldSeriesState
 )
 
-// indexedFields are the fields with an index, in the order the watch cache
-// tries them when a selector names several. FieldStatelessSeries is the
-// series-state controller's: its index holds only the series stored
+// indexedFields are the fields with an index, in the order the store's cache
+// tries them when a selector names several. storedevent.FieldStatelessSeries
+// is the series-state controller's: its index holds only the series stored
 // without a state, so the controller's periodic list reads those alone.
-var indexedFields = []string{IndexRegardingName, IndexAncestor, IndexRelatedName, FieldStatelessSeries, IndexSeriesState}
+var indexedFields = []string{IndexRegardingName, IndexAncestor, IndexRelatedName, storedevent.FieldStatelessSeries, IndexSeriesState}
 
-// Indexers are the watch cache's indexes, one per indexed field, named as
-// the cacher expects (storage.FieldIndex).
+// Indexers are the indexes of the store's cache, one per indexed field,
+// named as k8s.io/apiserver's storage expects (storage.FieldIndex).
 func Indexers() *cache.Indexers {
 	return &cache.Indexers{
 		storage.FieldIndex(IndexRegardingName): indexBy(RegardingName),
@@ -71,7 +72,7 @@ func Indexers() *cache.Indexers {
 				return nil, fmt.Errorf("not an event: %T", obj)
 			}
 			regarding := &event.InvolvedObject
-			return ancestry.Terms(regarding.Kind, regarding.Name, string(regarding.UID), event.Annotations[ancestry.Annotation]), nil
+			return ownerchain.Terms(regarding.Kind, regarding.Name, string(regarding.UID), event.Annotations[ownerchain.Annotation]), nil
 		},
 		storage.FieldIndex(IndexSeriesState): func(obj any) ([]string, error) {
 			event, ok := obj.(*core.Event)
@@ -83,12 +84,12 @@ func Indexers() *cache.Indexers {
 			}
 			return []string{string(event.Series.State)}, nil
 		},
-		storage.FieldIndex(FieldStatelessSeries): func(obj any) ([]string, error) {
+		storage.FieldIndex(storedevent.FieldStatelessSeries): func(obj any) ([]string, error) {
 			event, ok := obj.(*core.Event)
 			if !ok {
 				return nil, fmt.Errorf("not an event: %T", obj)
 			}
-			if !IsStatelessSeries(event) {
+			if !storedevent.IsStatelessSeries(event) {
 				return nil, nil // indexed under no value: every other event costs the index nothing
 			}
 			return []string{"true"}, nil
@@ -98,8 +99,8 @@ func Indexers() *cache.Indexers {
 
 // TriggerFuncs pick the watchers a watch event goes to: only those whose
 // selector requires its regarding name (and those that do not select on it
-// at all). The cacher supports one trigger; regarding name is the one
-// per-object watchers use.
+// at all). k8s.io/apiserver's watch cache supports one trigger; regarding
+// name is the one per-object watchers use.
 func TriggerFuncs() storage.IndexerFuncs {
 	return storage.IndexerFuncs{IndexRegardingName: RegardingName}
 }
@@ -111,7 +112,7 @@ func RegardingName(obj runtime.Object) string {
 }
 
 // relatedName is the name of the event's related object, or "" without
-// one, as SelectableFields selects it.
+// one, as storedevent.SelectableFields selects it.
 func relatedName(obj runtime.Object) string {
 	if related := obj.(*core.Event).Related; related != nil {
 		return related.Name
@@ -130,7 +131,7 @@ func indexBy(value func(runtime.Object) string) cache.IndexFunc {
 }
 
 // SelectsIndexedField says whether a field selector requires an exact
-// value of an indexed field: the watch cache lists it from one index
+// value of an indexed field: the store's cache lists it from one index
 // bucket, the events of one object, instead of every cached event.
 func SelectsIndexedField(selector fields.Selector) bool {
 	if selector == nil {

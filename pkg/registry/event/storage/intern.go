@@ -31,15 +31,17 @@ import (
 	"github.com/kube-events/events-apiserver/pkg/apis/core"
 )
 
-// Most strings of a cached event repeat across events: the namespace, the
-// kind, API version, name and UID of the object it is about (an object has
-// many events), the reason, type, action and reporter. Decoded from etcd,
-// each event has its own copy of each, about 200 bytes of the 2 KiB an
-// event costs in the watch cache. The store's decoder therefore hands
-// every event it decodes (for the watch cache, lists and updates alike) the
-// one copy of each such value held in a bounded table. Names, UIDs,
-// resource versions and messages of the events themselves are left alone:
-// they are mostly unique, and the table would only grow with them.
+// Most strings of an event repeat across events: the namespace, the kind,
+// API version, name and UID of the object it is about (an object has many
+// events), the reason, type, action and reporter. The store's decoder
+// hands every event it decodes the one copy of each such value held in a
+// bounded table. With --store-cache=watch-cache, which keeps every event
+// decoded on the heap, that saves about 200 bytes of the 2 KiB an event
+// costs there. The compact store keeps events encoded outside the heap and
+// decodes them for each read: there the table only shares the values
+// among the events one response holds, for a map lookup per value. Names,
+// UIDs, resource versions and messages of the events themselves are left
+// alone: they are mostly unique, and the table would only grow with them.
 
 // maxInternedStrings bounds the table: at most this many distinct values
 // (a few MiB); when it is full it starts over.
@@ -142,16 +144,16 @@ func (c internCodec) Decode(data []byte, defaults *schema.GroupVersionKind, into
 	return obj, kind, err
 }
 
-// eventStorage is a RESTOptionsGetter whose store decodes events through an
-// internCodec and, with a folder, folds creates in its storage
-// (foldingStorage): between the registry store and the watch cache.
-type eventStorage struct {
+// internFoldRESTOptions is a RESTOptionsGetter whose store decodes events
+// through an internCodec and, with a folder, folds creates in its storage
+// (foldingStorage): between the registry store and the store's cache.
+type internFoldRESTOptions struct {
 	generic.RESTOptionsGetter
 	table  *stringTable
 	folder *Folder
 }
 
-func (g eventStorage) GetRESTOptions(resource schema.GroupResource, example runtime.Object) (generic.RESTOptions, error) {
+func (g internFoldRESTOptions) GetRESTOptions(resource schema.GroupResource, example runtime.Object) (generic.RESTOptions, error) {
 	options, err := g.RESTOptionsGetter.GetRESTOptions(resource, example)
 	if err != nil || options.StorageConfig == nil {
 		return options, err

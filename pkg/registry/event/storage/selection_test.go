@@ -23,9 +23,10 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 
-	"github.com/kube-events/events-apiserver/pkg/ancestry"
 	"github.com/kube-events/events-apiserver/pkg/apis/core"
 	eventconversion "github.com/kube-events/events-apiserver/pkg/conversion"
+	"github.com/kube-events/events-apiserver/pkg/ownerchain"
+	"github.com/kube-events/events-apiserver/pkg/storedevent"
 )
 
 // canonicalLabels are every label the registry must expose, per pkg/conversion.
@@ -45,7 +46,7 @@ func canonicalLabels() []string {
 func fullEvent() *core.Event {
 	return &core.Event{
 		ObjectMeta: metav1.ObjectMeta{Name: "pod-a.1", Namespace: "default", Labels: map[string]string{"team": "a"},
-			Annotations: map[string]string{ancestry.Annotation: `["ReplicaSet/rs-a","uid-rs"]`}},
+			Annotations: map[string]string{ownerchain.Annotation: `["ReplicaSet/rs-a","uid-rs"]`}},
 		InvolvedObject: core.ObjectReference{
 			Kind: "Pod", Namespace: "default", Name: "pod-a", UID: "uid-a",
 			APIVersion: "v1", ResourceVersion: "7", FieldPath: "spec.containers{app}",
@@ -66,7 +67,7 @@ func fullEvent() *core.Event {
 func TestToSelectableFieldsExposesEveryCanonicalLabel(t *testing.T) {
 	event := fullEvent()
 	event.Related.Namespace = "default"
-	set := SelectableFields(event)
+	set := storedevent.SelectableFields(event)
 	for _, label := range canonicalLabels() {
 		if set.Get(label) == "" {
 			t.Errorf("label %q missing from the selectable fields of an event with every field set", label)
@@ -81,7 +82,7 @@ func TestToSelectableFieldsExposesEveryCanonicalLabel(t *testing.T) {
 // an unset field selects as an empty value, for = and != alike.
 func TestUnsetFieldsSelectAsEmpty(t *testing.T) {
 	empty := &core.Event{}
-	if set := SelectableFields(empty); len(set) != 0 {
+	if set := storedevent.SelectableFields(empty); len(set) != 0 {
 		t.Errorf("selectable fields of an empty event: %v, want none", set)
 	}
 	for _, label := range canonicalLabels() {
@@ -145,7 +146,7 @@ func TestToSelectableFields(t *testing.T) {
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			set := SelectableFields(tt.event)
+			set := storedevent.SelectableFields(tt.event)
 			for label, want := range tt.want {
 				if got := set.Get(label); got != want {
 					t.Errorf("%s = %q, want %q", label, got, want)

@@ -16,7 +16,7 @@ limitations under the License.
 
 // Package storage is the etcd-backed store of events: the registry store
 // with a TTL, its storage codec that interns repeating strings, the packed
-// selectable field sets and indexes of the watch cache, the folding of
+// selectable field sets and indexes of the store's cache, the folding of
 // isomorphic creates, and the context of the server's own writes. One store
 // serves core/v1, events.k8s.io/v1beta1 and events.k8s.io/v1; its strategy
 // is pkg/registry/event's.
@@ -96,7 +96,7 @@ func newREST(strategy eventregistry.Strategy, optsGetter generic.RESTOptionsGett
 	}
 	table := newStringTable()
 	options := &generic.StoreOptions{
-		RESTOptions: eventStorage{RESTOptionsGetter: optsGetter, table: table, folder: folder},
+		RESTOptions: internFoldRESTOptions{RESTOptionsGetter: optsGetter, table: table, folder: folder},
 		AttrFunc:    newAttrFunc(table),
 		Indexers:    Indexers(),
 		TriggerFunc: TriggerFuncs(),

@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package ancestry
+package ownerchain
 
 import "testing"
 
@@ -27,8 +27,8 @@ func TestNeedsChain(t *testing.T) {
 		{name: "no annotations", annotations: nil, want: true},
 		{name: "other annotations only", annotations: map[string]string{"a": "b"}, want: true},
 		{name: "a final chain", annotations: map[string]string{Annotation: `["ReplicaSet/web-1","u1"]`}, want: false},
-		{name: "a pending chain", annotations: map[string]string{Annotation: `["ReplicaSet/web-1","u1"]`, PendingAnnotation: ReasonTimeout}, want: true},
-		{name: "pending with no ancestor yet", annotations: map[string]string{PendingAnnotation: ReasonError}, want: true},
+		{name: "a pending chain", annotations: map[string]string{Annotation: `["ReplicaSet/web-1","u1"]`, PendingAnnotation: "timeout"}, want: true},
+		{name: "pending with no ancestor yet", annotations: map[string]string{PendingAnnotation: "error"}, want: true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			if got := NeedsChain(tt.annotations); got != tt.want {

@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package storage
+package storedevent
 
 import (
 	"context"
@@ -44,9 +44,9 @@ func PlainValue(ctx context.Context, transformer value.Transformer, storagePrefi
 	return plain, nil
 }
 
-// DecodeEvent decodes an event's plain stored bytes (or an archived
+// Decode decodes an event's plain stored bytes (or an archived
 // state's) with decoder into the internal Event.
-func DecodeEvent(decoder runtime.Decoder, data []byte) (*core.Event, error) {
+func Decode(decoder runtime.Decoder, data []byte) (*core.Event, error) {
 	obj, err := runtime.Decode(decoder, data)
 	if err != nil {
 		return nil, err

@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package ancestry
+package ownerchain
 
 // NeedsChain tells whether an event with annotations is to be given its
 // chain (again): it has none, or a pending one. A chain stored without the

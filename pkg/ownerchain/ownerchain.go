@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package ancestry
+package ownerchain
 
 import (
 	"encoding/json"
@@ -29,7 +29,7 @@ import (
 const Annotation = "kube-events.io/regarding-ancestors"
 
 // PendingAnnotation marks an event whose chain stopped short for a failure
-// that may pass (Chain.Pending, its value): the chain is resolved again,
+// that may pass (ancestry.Chain.Pending, its value): the chain is resolved again,
 // by an elected controller and when the event is archived, and the mark
 // goes once it is final. The server owns it too.
 const PendingAnnotation = "kube-events.io/regarding-ancestors-pending"
@@ -141,9 +141,6 @@ func Terms(selfKind, selfName, selfUID, chain string) []string {
 	}
 	return values
 }
-
-// IsRef tells a "Kind/name" value from a UID.
-func IsRef(value string) bool { return strings.Contains(value, "/") }
 
 // ValidateRef checks the value of a regarding.ancestor term: Kind/name.
 func ValidateRef(value string) error {

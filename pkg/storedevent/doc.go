@@ -1,0 +1,21 @@
+/*
+Copyright The events-apiserver Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+// Package storedevent is what the store and the archive both read of a
+// stored event: its plain bytes (decrypted) and their decode, and its
+// selectable fields under their canonical labels. A leaf below the
+// registry, so that the archive knows no store's internals.
+package storedevent
