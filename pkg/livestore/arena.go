@@ -26,13 +26,13 @@ const defaultChunkSize = 1 << 20
 // noChunk marks a free entry slot and the absence of a tail chunk.
 const noChunk = ^uint32(0)
 
-// mappedBytes is the memory every table's arenas and every history's ring
-// hold, outside the Go heap.
+// mappedBytes is the memory every table's arenas hold, outside the Go
+// heap, the chunks that scans and watch histories still read included.
 var mappedBytes atomic.Int64
 
-// MappedBytes is how many bytes the arenas of all open tables and the
-// rings of their histories hold: on Linux, memory mapped outside the Go
-// heap, which the runtime does not see, to count against a memory limit
+// MappedBytes is how many bytes the arenas of all open tables hold, the
+// chunks that scans and watch histories still read included: on Linux,
+// memory mapped outside the Go heap, which the runtime does not see, to count against a memory limit
 // (cmd/events-apiserver follows it with the Go runtime's soft limit).
 func MappedBytes() int64 { return mappedBytes.Load() }
 

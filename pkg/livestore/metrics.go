@@ -31,7 +31,7 @@ var (
 	}, []string{"resource"})
 	mappedBytesGauge = metrics.NewGauge(&metrics.GaugeOpts{
 		Namespace: "events_apiserver", Subsystem: "live_store", Name: "mapped_bytes",
-		Help: "Memory the compact live store maps outside the Go heap (its tables' arenas and its watch histories' rings), " +
+		Help: "Memory the compact live store maps outside the Go heap (its tables' arenas, with the chunks its scans and watch histories still read), " +
 			"which counts against the process's soft memory limit with the heap.",
 		StabilityLevel: metrics.ALPHA,
 	})

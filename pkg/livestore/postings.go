@@ -249,16 +249,6 @@ func (l *posting) remove(id uint32, nIDs int) {
 	}
 }
 
-// has is whether the posting holds id.
-func (l *posting) has(id uint32) bool {
-	if l.bits != nil {
-		w := int(id / 64)
-		return w < len(l.bits) && l.bits[w]&(1<<(id%64)) != 0
-	}
-	_, found := slices.BinarySearch(l.ids, id)
-	return found
-}
-
 // appendIDs appends the posting's ids, ascending, to dst.
 func (l *posting) appendIDs(dst []uint32) []uint32 {
 	if l.bits == nil {

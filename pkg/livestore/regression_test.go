@@ -55,7 +55,7 @@ type feedControl struct {
 	mu      sync.Mutex
 	watches []*controlledWatch
 	// gate, when set, holds every list until it is closed; listing is
-	// signalled (once per gate) when a list waits at it.
+	// signaled (once per gate) when a list waits at it.
 	gate    chan struct{}
 	listing chan struct{}
 }
@@ -491,18 +491,18 @@ func TestReadsDuringRelist(t *testing.T) {
 }
 
 // A list whose client has gone stops scanning.
-func TestCancelledListStopsScanning(t *testing.T) {
+func TestCanceledListStopsScanning(t *testing.T) {
 	env := newTestEnv(t)
 	ctx := context.Background()
 	for i := range 600 {
 		createPod(ctx, t, env.storage, "ns", fmt.Sprintf("pod-%03d", i), "node-1", nil)
 	}
 	waitStoreHolds(t, env.store, 600)
-	cancelled, cancel := context.WithCancel(ctx)
+	canceled, cancel := context.WithCancel(ctx)
 	cancel()
-	_, err := listPods(cancelled, env.store, "0")
+	_, err := listPods(canceled, env.store, "0")
 	if !errors.Is(err, context.Canceled) {
-		t.Fatalf("list with a cancelled context: %v, want context.Canceled", err)
+		t.Fatalf("list with a canceled context: %v, want context.Canceled", err)
 	}
 }
 

@@ -268,7 +268,7 @@ func (s *Store) Ready() bool {
 // serving is whether a read is served from memory now: the store has
 // listed, and a read that must be fresh does not wait for a relist.
 func (s *Store) servingLocked(fresh bool) bool {
-	return s.ready && !(fresh && s.relisting)
+	return s.ready && (!fresh || !s.relisting)
 }
 
 // errFeedBroken wraps what the store could not apply from its watch: the

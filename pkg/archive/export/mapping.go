@@ -178,7 +178,12 @@ func newRecord(ctx context.Context, event *core.Event, revision string) (context
 		attrs = append(attrs, attribute.StringSlice(AttrAncestors, names), attribute.StringSlice(AttrAncestorUIDs, uids))
 	}
 	r.AddAttributes(attrs...)
+	return traceContext(ctx, event), r
+}
 
+// traceContext is ctx with the trace and span of event's W3C traceparent
+// annotation (and its tracestate), if it holds a valid one.
+func traceContext(ctx context.Context, event *core.Event) context.Context {
 	if tp := event.Annotations[TraceparentAnnotation]; tp != "" {
 		carrier := propagation.MapCarrier{"traceparent": tp}
 		if ts := event.Annotations[TracestateAnnotation]; ts != "" {
@@ -186,5 +191,5 @@ func newRecord(ctx context.Context, event *core.Event, revision string) (context
 		}
 		ctx = propagation.TraceContext{}.Extract(ctx, carrier)
 	}
-	return ctx, r
+	return ctx
 }

@@ -44,8 +44,8 @@ import (
 // (WithStoreCache): every change reaches the timeline before the cache, so
 // once the cache has answered a consistent read at revision R, the
 // timeline holds every change up to R. Over the watch
-// cache it keeps the objects the watch delivers, which the cacher keeps too
-// (no copy); for an event the cacher's list read and nothing changed since,
+// cache it keeps the objects the watch delivers, which the watch cache keeps
+// too (no copy); for an event the cache's list read and nothing changed since,
 // and for every event over the compact live store (which keeps bytes), it
 // keeps the order alone and reads the object from the store when a page
 // needs it.
@@ -54,23 +54,23 @@ type Timeline struct {
 	byName      map[types.NamespacedName]*timelineEntry
 	all         *btree.BTreeG[*timelineEntry]
 	byNamespace map[string]*btree.BTreeG[*timelineEntry]
-	// listing holds the pages of the cacher's list under way, committed
+	// listing holds the pages of the store cache's list under way, committed
 	// when its last page arrives.
 	listing   []*timelineEntry
 	listingRV uint64
-	// fetch reads from the watch cache an event the timeline holds the
-	// order of only; etcd is the storage beneath the watch cache, whose
+	// fetch reads from the store's cache an event the timeline holds the
+	// order of only; etcd is the storage beneath the cache, whose
 	// revision Sync waits for. Both set by WithStoreCache.
 	fetch fetchFunc
 	etcd  storage.Interface
 	// cloneMu serializes the clones of the trees that Newest walks.
 	cloneMu sync.Mutex
 	// keepWatched says the timeline keeps the events the watch delivers:
-	// the watch cache keeps them too, and a fetch would cost a copy. The
+	// the watch cache flavor keeps them too, and a fetch would cost a copy. The
 	// compact live store keeps bytes: the timeline keeps the order alone,
 	// and fetches.
 	keepWatched bool
-	// fed says a watch cache feeds the timeline.
+	// fed says a store cache feeds the timeline.
 	fed atomic.Bool
 	// resourceVersion is the newest revision the timeline has seen (of an
 	// event, a bookmark or a list); advanced is closed, and replaced, when
@@ -87,11 +87,11 @@ type timelineEntry struct {
 	// resourceVersion is that of the state the entry orders.
 	resourceVersion uint64
 	// event is that state, as the watch delivered it; nil for a state the
-	// cacher's list read (fetch reads it).
+	// store cache's list read (fetch reads it).
 	event *core.Event
 }
 
-// timelineDegree is the B-trees' degree, the watch cache's.
+// timelineDegree is the B-trees' degree, as the watch cache's.
 const timelineDegree = 32
 
 // newestFirst orders entries by last observation, newest first, then by
@@ -168,7 +168,7 @@ func (t *Timeline) remove(name types.NamespacedName) {
 	}
 }
 
-// listed takes a page of the cacher's list: first says it is the list's
+// listed takes a page of the store cache's list: first says it is the list's
 // first page; the list's last page (no continue) commits it, in place of
 // everything the timeline held.
 func (t *Timeline) listed(first bool, list *core.EventList) error {
@@ -178,7 +178,7 @@ func (t *Timeline) listed(first bool, list *core.EventList) error {
 		t.listing, t.listingRV = nil, 0
 	}
 	for i := range list.Items {
-		// Not kept: the cacher keeps copies of the listed events, and
+		// Not kept: the store's cache holds the listed events, and
 		// keeping the list's would hold a second copy of each.
 		e, err := newTimelineEntry(&list.Items[i], false)
 		if err != nil {
@@ -228,7 +228,7 @@ func (t *Timeline) Sync(ctx context.Context, within time.Duration) (string, bool
 	defer deadline.Stop()
 	// Writes to other keys (leases, the compactor's) move the revision
 	// and no event: etcd's progress notification on the watch tells the
-	// timeline, as it tells the cacher, that nothing is left to wait for.
+	// timeline, as it tells the store's cache, that nothing is left to wait for.
 	progress := time.NewTicker(progressInterval)
 	defer progress.Stop()
 	for {
@@ -256,11 +256,11 @@ func (t *Timeline) Sync(ctx context.Context, within time.Duration) (string, bool
 // for a progress notification.
 const progressInterval = 10 * time.Millisecond
 
-// observe applies an event of the cacher's watch.
+// observe applies an event of the store cache's watch.
 func (t *Timeline) observe(event watch.Event) {
 	obj := event.Object
 	if timed, ok := obj.(storage.WatchEventWithRecordTime); ok {
-		obj = timed.Unwrap() // as the cacher unwraps it
+		obj = timed.Unwrap() // as the store's cache unwraps it
 	}
 	ev, ok := obj.(*core.Event)
 	if !ok {
@@ -268,7 +268,7 @@ func (t *Timeline) observe(event watch.Event) {
 	}
 	rv, err := strconv.ParseUint(ev.ResourceVersion, 10, 64)
 	if err != nil {
-		return // the cacher's error too
+		return // the store cache's error too
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -375,7 +375,7 @@ func eventOf(ctx context.Context, fetch fetchFunc, e *timelineEntry) (*core.Even
 	return event, nil
 }
 
-// Fed says whether a watch cache feeds the timeline: without one it stays
+// Fed says whether a store cache feeds the timeline: without one it stays
 // empty, and the live events are the store's list.
 func (t *Timeline) Fed() bool { return t.fed.Load() }
 

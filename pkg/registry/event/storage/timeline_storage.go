@@ -94,7 +94,7 @@ func storeCacheDecorator(kind StoreCache, timeline *Timeline) generic.StorageDec
 		newFunc, newListFunc func() runtime.Object, getAttrs storage.AttrFunc, trigger storage.IndexerFuncs, indexers *cache.Indexers,
 	) (storage.Interface, factory.DestroyFunc, error) {
 		if timeline != nil && !timeline.fed.CompareAndSwap(false, true) {
-			return nil, nil, errors.New("the timeline already feeds a watch cache")
+			return nil, nil, errors.New("the timeline already feeds a store cache")
 		}
 		s, destroyStorage, err := generic.NewRawStorage(config, newFunc, newListFunc, resourcePrefix)
 		if err != nil {
@@ -199,7 +199,7 @@ func timelineFetch(etcd, served storage.Interface, keyFunc func(runtime.Object) 
 	}
 }
 
-// timelineTap is the storage the cacher lists and watches etcd through:
+// timelineTap is the storage the store's cache lists and watches etcd through:
 // every page it lists and every event it watches reaches the timeline
 // first.
 type timelineTap struct {
