@@ -404,14 +404,14 @@ type watchRequest struct {
 	resumes string
 }
 
-// randomWatch is a watch from "", "0", an old, the current or a future
-// resourceVersion, with initial events or not, bookmarks or not.
+// randomWatch is a watch from "", "0", an old, the current, a near or a
+// far future resourceVersion, with initial events or not, bookmarks or not.
 func (tr *traffic) randomWatch(r *rand.Rand) watchRequest {
 	w := watchRequest{core: r.IntN(2) == 0}
 	w.sel = randomSelector(r, w.core)
 	w.opts = metav1.ListOptions{FieldSelector: w.sel.Field, LabelSelector: w.sel.Label, AllowWatchBookmarks: r.IntN(2) == 0}
 	current := tr.rec.watermark.Load()
-	switch r.IntN(6) {
+	switch r.IntN(7) {
 	case 0:
 	case 1:
 		w.opts.ResourceVersion = "0"
@@ -421,6 +421,9 @@ func (tr *traffic) randomWatch(r *rand.Rand) watchRequest {
 		w.opts.ResourceVersion = strconv.FormatInt(max(1, current), 10)
 	case 4:
 		w.opts.ResourceVersion = strconv.FormatInt(current+1+r.Int64N(20), 10)
+	case 5:
+		// Far ahead: a revision the watch does not reach before its end.
+		w.opts.ResourceVersion = strconv.FormatInt(current+10000+r.Int64N(10000), 10)
 	default:
 		w.opts.ResourceVersion = pick(r, []string{"", "0"})
 		w.opts.SendInitialEvents = ptr.To(true)
