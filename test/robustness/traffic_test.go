@@ -192,15 +192,22 @@ func (tr *traffic) create(ctx context.Context, r *rand.Rand, id int, op string) 
 }
 
 // update reads an event (a consistent get) and writes it back through
-// core/v1, which lets reason, type and the regarding object change, with
-// a new label: the updates that move events in and out of selectors.
+// core/v1, which lets reason, type and the regarding object of an event
+// outside a series change, with a new label: the updates that move events
+// in and out of selectors.
 func (tr *traffic) update(ctx context.Context, r *rand.Rand, op string) {
 	ns, name := pick(r, namespaces), fmt.Sprintf("ev-%02d", r.IntN(eventNames))
 	e, ok := tr.getCore(ctx, ns, name, "", op+" update's get "+ns+"/"+name)
 	if !ok {
 		return
 	}
-	switch r.IntN(4) {
+	// An event of a series (folding makes them) keeps what identifies the
+	// series: the server refuses such a change with 422.
+	identity := r.IntN(4)
+	if e.Series != nil {
+		identity = 3
+	}
+	switch identity {
 	case 0:
 		e.Reason = pick(r, reasons)
 	case 1:
@@ -404,14 +411,14 @@ type watchRequest struct {
 	resumes string
 }
 
-// randomWatch is a watch from "", "0", an old, the current or a future
-// resourceVersion, with initial events or not, bookmarks or not.
+// randomWatch is a watch from "", "0", an old, the current, a near or a
+// far future resourceVersion, with initial events or not, bookmarks or not.
 func (tr *traffic) randomWatch(r *rand.Rand) watchRequest {
 	w := watchRequest{core: r.IntN(2) == 0}
 	w.sel = randomSelector(r, w.core)
 	w.opts = metav1.ListOptions{FieldSelector: w.sel.Field, LabelSelector: w.sel.Label, AllowWatchBookmarks: r.IntN(2) == 0}
 	current := tr.rec.watermark.Load()
-	switch r.IntN(6) {
+	switch r.IntN(7) {
 	case 0:
 	case 1:
 		w.opts.ResourceVersion = "0"
@@ -421,6 +428,9 @@ func (tr *traffic) randomWatch(r *rand.Rand) watchRequest {
 		w.opts.ResourceVersion = strconv.FormatInt(max(1, current), 10)
 	case 4:
 		w.opts.ResourceVersion = strconv.FormatInt(current+1+r.Int64N(20), 10)
+	case 5:
+		// Far ahead: a revision the watch does not reach before its end.
+		w.opts.ResourceVersion = strconv.FormatInt(current+10000+r.Int64N(10000), 10)
 	default:
 		w.opts.ResourceVersion = pick(r, []string{"", "0"})
 		w.opts.SendInitialEvents = ptr.To(true)

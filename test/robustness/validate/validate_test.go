@@ -275,7 +275,7 @@ func TestCheckWatch(t *testing.T) {
 		},
 		{
 			name:  "a bookmark backwards",
-			watch: Watch{RV: "11", Bookmarks: true, Events: []Event{ev(Modified, "a", 12), ev(Modified, "b", 13), bookmark(13), bookmark(12)}},
+			watch: Watch{RV: "16", Bookmarks: true, Events: []Event{bookmark(18), bookmark(17)}},
 			want:  []string{KindBookmark},
 		},
 		{
