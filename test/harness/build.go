@@ -32,10 +32,15 @@ const serverPackage = "github.com/kube-events/events-apiserver/cmd/events-apiser
 // BuildServer builds cmd/events-apiserver into dir and returns the
 // binary's path, for tests and benchmarks that run the server as a process
 // of its own (its own /metrics and memory, a kill -9 that is real). It runs
-// in the module of the calling test's directory.
-func BuildServer(ctx context.Context, dir string) (string, error) {
+// in the module of the calling test's directory, with the build tags
+// given (livestore_debug: memory the live store frees faults when read).
+func BuildServer(ctx context.Context, dir string, tags ...string) (string, error) {
 	binary := filepath.Join(dir, "events-apiserver")
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", binary, serverPackage)
+	args := []string{"build", "-o", binary}
+	if len(tags) > 0 {
+		args = append(args, "-tags", strings.Join(tags, ","))
+	}
+	cmd := exec.CommandContext(ctx, "go", append(args, serverPackage)...)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("go build %s: %w: %s", serverPackage, err, out)
 	}

@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -32,6 +33,7 @@ var (
 	seed       = flag.Uint64("robustness.seed", 0, "The seed of the traffic's and the faults' random choices; 0 picks one (printed).")
 	duration   = flag.Duration("robustness.duration", time.Minute, "How long the traffic and the faults run, per store cache.")
 	storeCache = flag.String("robustness.store-cache", "compact,watch-cache", "The --store-cache values to run the server with, one run each, comma separated.")
+	buildTags  = flag.String("robustness.tags", "livestore_debug", "The build tags of the server: livestore_debug (the default) makes a read of memory the live store freed fault at once.")
 )
 
 // serverBinary is the events-apiserver built once by TestMain.
@@ -58,7 +60,11 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
-	if serverBinary, err = harness.BuildServer(context.Background(), dir); err != nil {
+	var tags []string
+	if *buildTags != "" {
+		tags = strings.Split(*buildTags, ",")
+	}
+	if serverBinary, err = harness.BuildServer(context.Background(), dir, tags...); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
