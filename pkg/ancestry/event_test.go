@@ -41,12 +41,12 @@ func TestRegardingReference(t *testing.T) {
 			want: Reference{APIVersion: "v1", Kind: "Pod", Namespace: "web", Name: "web-1", UID: "u1"},
 		},
 		{
-			name: "the reference's own namespace wins",
+			name: "another namespace's object is out of scope",
 			event: core.Event{
 				ObjectMeta:     metav1.ObjectMeta{Namespace: "default"},
 				InvolvedObject: core.ObjectReference{Kind: "Pod", Namespace: "web", Name: "web-1"},
 			},
-			want: Reference{Kind: "Pod", Namespace: "web", Name: "web-1"},
+			want: Reference{Kind: "Pod", Namespace: "web", Name: "web-1", OutOfScope: ReasonOtherNamespace},
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

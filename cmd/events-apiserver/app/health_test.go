@@ -29,9 +29,9 @@ import (
 // a dead loop turns red is pkg/controller's
 // TestHealthChecksReportDeadLoopsByName.
 func TestLivezNamesEveryLoop(t *testing.T) {
-	o, cancel, done := started(t, t.TempDir(), freeport.Port(t))
+	kubeconfig, cancel, done := started(t, t.TempDir(), freeport.Port(t))
 	defer stop(t, cancel, done)
-	url, admin, _ := adminClient(t, o.KubeconfigPath())
+	url, admin, _ := adminClient(t, kubeconfig)
 
 	loops := []string{"series-state", "eventseries-sweeper", "etcd-maintenance", "leader-election"}
 	code, body := do(t, admin, http.MethodGet, url+"/livez?verbose", "")

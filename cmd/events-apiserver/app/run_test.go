@@ -37,13 +37,14 @@ import (
 	"github.com/kube-events/events-apiserver/test/freeport"
 )
 
-// started runs the server in-process until the test ends and returns its
-// options once it is ready: a standalone server writes its admin
-// kubeconfig then.
-func started(t *testing.T, dataDir string, port int) (*Options, context.CancelFunc, <-chan error) {
+// started runs the server in-process until the test ends and returns the
+// path of its admin kubeconfig once it is ready: a standalone server writes
+// it then. dataDir is absolute. The options are Run's from then on.
+func started(t *testing.T, dataDir string, port int) (string, context.CancelFunc, <-chan error) {
 	t.Helper()
 	t.Setenv("KUBERNETES_SERVICE_HOST", "")
 	o := parse(t, "--data-dir="+dataDir, "--secure-port="+strconv.Itoa(port), "--embedded-etcd-log-level=error")
+	kubeconfig := o.KubeconfigPath()
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() { done <- Run(ctx, o) }()
@@ -53,14 +54,14 @@ func started(t *testing.T, dataDir string, port int) (*Options, context.CancelFu
 			return false, fmt.Errorf("Run returned before ready: %v", err)
 		default:
 		}
-		_, err := os.Stat(o.KubeconfigPath())
+		_, err := os.Stat(kubeconfig)
 		return err == nil, nil
 	})
 	if err != nil {
 		cancel()
 		t.Fatalf("server not ready: %v", err)
 	}
-	return o, cancel, done
+	return kubeconfig, cancel, done
 }
 
 // adminClient reads the kubeconfig the server wrote and returns its server
@@ -121,9 +122,9 @@ func stop(t *testing.T, cancel context.CancelFunc, done <-chan error) {
 func TestRunStandaloneWithEmbeddedEtcdKeepsDataAcrossRestarts(t *testing.T) {
 	dataDir := t.TempDir()
 	port := freeport.Port(t)
-	o, cancel, done := started(t, dataDir, port)
+	kubeconfig, cancel, done := started(t, dataDir, port)
 
-	server, admin, anonymous := adminClient(t, o.KubeconfigPath())
+	server, admin, anonymous := adminClient(t, kubeconfig)
 	if want := fmt.Sprintf("https://127.0.0.1:%d", port); server != want {
 		t.Errorf("kubeconfig server %s, want %s", server, want)
 	}
@@ -147,11 +148,11 @@ func TestRunStandaloneWithEmbeddedEtcdKeepsDataAcrossRestarts(t *testing.T) {
 	}
 
 	stop(t, cancel, done)
-	if _, err := os.Stat(o.KubeconfigPath()); !errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(kubeconfig); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("kubeconfig still there after shutdown: %v", err)
 	}
 
-	o, cancel, done = started(t, dataDir, port)
+	kubeconfig, cancel, done = started(t, dataDir, port)
 	defer stop(t, cancel, done)
 	caAfter, err := os.ReadFile(filepath.Join(dataDir, "pki", "ca.crt"))
 	if err != nil {
@@ -160,7 +161,7 @@ func TestRunStandaloneWithEmbeddedEtcdKeepsDataAcrossRestarts(t *testing.T) {
 	if string(caBefore) != string(caAfter) {
 		t.Error("restart generated a new CA")
 	}
-	server, admin, _ = adminClient(t, o.KubeconfigPath())
+	server, admin, _ = adminClient(t, kubeconfig)
 	if code, body := do(t, admin, http.MethodGet, server+"/api/v1/namespaces/default/events/e1", ""); code != http.StatusOK {
 		t.Fatalf("event lost across restart: %d %s", code, body)
 	}
