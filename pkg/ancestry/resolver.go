@@ -87,9 +87,12 @@ type Options struct {
 	QPS   float32
 	Burst int
 	// NamespaceQPS and NamespaceBurst limit the reads made for the events
-	// of one namespace, so that no namespace takes the others' share: a
-	// fifth of QPS and Burst by default. A resolution past them is pending
-	// (ReasonThrottled) and resolved again later.
+	// of one namespace, so that no namespace takes the others' share; by
+	// default all of QPS and Burst: a namespace's storm (a scheduler's
+	// FailedScheduling series in takeover) would otherwise leave its
+	// chains pending, and each pending chain costs a write more. A
+	// resolution past them is pending (ReasonThrottled) and resolved
+	// again later.
 	NamespaceQPS   float32
 	NamespaceBurst int
 }
@@ -118,10 +121,10 @@ func (o Options) Defaulted() Options {
 		o.Burst = 100
 	}
 	if o.NamespaceQPS <= 0 {
-		o.NamespaceQPS = o.QPS / 5
+		o.NamespaceQPS = o.QPS
 	}
 	if o.NamespaceBurst <= 0 {
-		o.NamespaceBurst = max(1, o.Burst/5)
+		o.NamespaceBurst = max(1, o.Burst)
 	}
 	return o
 }
