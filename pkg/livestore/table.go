@@ -506,6 +506,7 @@ func (t *Table) snapshotTree() *btree.BTreeG[slot] {
 
 // Scan returns the entries whose key has prefix.
 func (t *Table) Scan(prefix string) *Scan {
+	scansGauge.Inc()
 	return &Scan{t: t, epoch: t.arena.pins.pin(), open: true, prefix: prefix, tree: t.snapshotTree()}
 }
 
@@ -519,6 +520,7 @@ func (t *Table) ScanIndex(index, value, prefix string) (scan *Scan, ok bool) {
 		return nil, false
 	}
 	h := t.hash(i, value)
+	scansGauge.Inc()
 	s := &Scan{t: t, epoch: t.arena.pins.pin(), open: true, prefix: prefix}
 	if l := t.postings.list(h); l != nil && l.bits != nil {
 		// The value is common: walk the prefix in key order, keeping the
@@ -539,6 +541,7 @@ func (s *Scan) Release() {
 	if s.open {
 		s.open = false
 		s.t.arena.pins.unpin(s.epoch)
+		scansGauge.Dec()
 	}
 }
 

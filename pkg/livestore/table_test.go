@@ -29,6 +29,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"k8s.io/component-base/metrics/testutil"
 )
 
 // kv is an entry as a test sees it.
@@ -889,5 +890,35 @@ func TestPutOfAnUnmappableChunkIsAnError(t *testing.T) {
 	}
 	if _, _, ok := tab.Get("/k/a"); ok {
 		t.Error("the failed Put's entry is in the table")
+	}
+}
+
+// TestScansGauge: the scans metric counts the scans taken and not yet
+// released, whichever way they were taken, and a second Release counts
+// nothing.
+func TestScansGauge(t *testing.T) {
+	registerMetrics() // an unregistered metric of component-base counts nothing
+	tab := fill(t, []string{"/a/1", "/a/2"}, noIndex)
+	value := func() float64 {
+		v, err := testutil.GetGaugeMetricValue(scansGauge)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	before := value()
+	all := tab.Scan("/a/")
+	one := tab.Scan("/a/1")
+	if got := value() - before; got != 2 {
+		t.Errorf("with two scans open the gauge rose by %v, want 2", got)
+	}
+	all.Release()
+	all.Release()
+	if got := value() - before; got != 1 {
+		t.Errorf("with one scan released (twice) the gauge is %v over its start, want 1", got)
+	}
+	one.Release()
+	if got := value() - before; got != 0 {
+		t.Errorf("with every scan released the gauge is %v over its start, want 0", got)
 	}
 }
