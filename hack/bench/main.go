@@ -50,7 +50,7 @@ func main() {
 	flag.IntVar(&cfg.StallLists, "stall-lists", cfg.StallLists, "lists of every event run one after the other at -large-events on events-apiserver while selective watchers are measured (0: none)")
 	flag.IntVar(&cfg.StallWatchers, "stall-watchers", cfg.StallWatchers, "selective watchers measured during the lists of every event")
 	flag.Float64Var(&cfg.StallRate, "stall-rate", cfg.StallRate, "creates/s during the lists of every event")
-	flag.IntVar(&cfg.CancelSamples, "cancel-samples", cfg.CancelSamples, "lists of every event cancelled by their client once the server scans, timed to the scan's end")
+	flag.IntVar(&cfg.CancelSamples, "cancel-samples", cfg.CancelSamples, "lists of every event canceled by their client once the server scans, timed to the scan's end")
 	flag.BoolVar(&cfg.SkipAnchor, "skip-anchor", false, "measure events-apiserver alone (for profiling; no ratios)")
 	flag.StringVar(&cfg.ProfileDir, "profile-dir", "", "write events-apiserver's heap profiles and CPU profiles (fill, lists, each watcher phase, with the generator's) here")
 	serverEnv := flag.String("server-env", "", "comma-separated NAME=VALUE pairs added to events-apiserver's environment (e.g. GOMEMLIMIT=450MiB)")

@@ -104,7 +104,7 @@ type Config struct {
 	// one after the other on our server once it holds LargeEvents, while
 	// StallWatchers selective watchers are measured under creates paced
 	// at StallRate per second; then CancelSamples lists of every event are
-	// cancelled by their client once the server scans, and the time until
+	// canceled by their client once the server scans, and the time until
 	// the scan ends is measured. kube-apiserver is not measured there.
 	StallLists    int
 	StallWatchers int
@@ -524,7 +524,7 @@ func WriteTable(w io.Writer, cfg Config, results []*Result) error {
 		w := s.watch
 		row(fmt.Sprintf("%d selective watchers during them, %.0f creates/s", w.watchers, w.creates.perSecond()), "not run",
 			fmt.Sprintf("%d of %d, p50 %s p99 %s, %d cut off; creates p99 %s", w.received, w.expected, ms(w.p50), ms(w.p99), w.cutOff+w.openFailed, ms(w.createP99)), "-")
-		row(fmt.Sprintf("a list of every event (%d) cancelled by its client", s.events), "not run", s.cancelSummary(), "-")
+		row(fmt.Sprintf("a list of every event (%d) canceled by its client", s.events), "not run", s.cancelSummary(), "-")
 	}
 	return tw.Flush()
 }

@@ -43,7 +43,7 @@ type stallResult struct {
 	listBytes int64
 	// watch is the selective watchers measured while the lists ran.
 	watch watchResult
-	// cancelStops are, per cancelled list, the time from the cancel to
+	// cancelStops are, per canceled list, the time from the cancel to
 	// the scan's end as the server's scans gauge shows it; scrape is the
 	// median time of one /metrics read with no list running, which each
 	// of them includes. cancelUnseen counts lists that ended before a
@@ -59,7 +59,7 @@ type stallResult struct {
 // listStall measures, on a store of events events, cfg.StallWatchers
 // selective watchers under a create load paced at cfg.StallRate while
 // cfg.StallLists lists of every event run one after the other, then
-// cfg.CancelSamples lists of every event cancelled by their client once
+// cfg.CancelSamples lists of every event canceled by their client once
 // the server is scanning.
 func listStall(ctx context.Context, cfg Config, t *target, g *generator, events int64) (*stallResult, error) {
 	res := &stallResult{events: events}
@@ -92,7 +92,7 @@ func listStall(ctx context.Context, cfg Config, t *target, g *generator, events 
 	}
 	cfg.logf("%s: %d watchers during %d lists of every event: %s", t.name, cfg.StallWatchers, len(res.listTimes), res.watch.summary())
 
-	if err := settle(ctx, cfg, t, "the cancelled lists"); err != nil {
+	if err := settle(ctx, cfg, t, "the canceled lists"); err != nil {
 		return nil, err
 	}
 	var scrapes []time.Duration
@@ -110,7 +110,7 @@ func listStall(ctx context.Context, cfg Config, t *target, g *generator, events 
 	}
 	res.scrape = harness.Quantile(scrapes, 0.5)
 	for range cfg.CancelSamples {
-		stop, seen, err := cancelledList(ctx, c)
+		stop, seen, err := canceledList(ctx, c)
 		if err != nil {
 			return nil, err
 		}
@@ -136,11 +136,11 @@ func listEvery(ctx context.Context, c kubernetes.Interface) (int64, error) {
 	return io.Copy(io.Discard, body)
 }
 
-// cancelledList starts a list of every event, waits until the server's
+// canceledList starts a list of every event, waits until the server's
 // scans gauge shows its scan, cancels it, and returns how long the gauge
 // took to fall back; seen is false when the list ended before its scan
 // was seen.
-func cancelledList(ctx context.Context, c kubernetes.Interface) (stop time.Duration, seen bool, err error) {
+func canceledList(ctx context.Context, c kubernetes.Interface) (stop time.Duration, seen bool, err error) {
 	scans := func(ctx context.Context) (float64, error) {
 		m, err := harness.ScrapeMetrics(ctx, c.CoreV1().RESTClient())
 		if err != nil {
@@ -184,10 +184,10 @@ func cancelledList(ctx context.Context, c kubernetes.Interface) (stop time.Durat
 		})
 		stop = time.Since(at)
 		if err != nil {
-			return stop, seen, fmt.Errorf("waiting for the cancelled list's scan to end: %w", err)
+			return stop, seen, fmt.Errorf("waiting for the canceled list's scan to end: %w", err)
 		}
 	}
-	// A list cancelled in flight ends with the cancel's error, or with
+	// A list canceled in flight ends with the cancel's error, or with
 	// what the transport makes of it; a list that ended before its scan
 	// was seen ended on its own, and has to have succeeded.
 	if err := <-listed; err != nil && !seen {
@@ -196,7 +196,7 @@ func cancelledList(ctx context.Context, c kubernetes.Interface) (stop time.Durat
 	return stop, seen, nil
 }
 
-// cancelSummary is the cancelled lists' log line and table cell.
+// cancelSummary is the canceled lists' log line and table cell.
 func (r *stallResult) cancelSummary() string {
 	if r.noScansMetric {
 		return "not measured (no live store)"

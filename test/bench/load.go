@@ -151,8 +151,8 @@ func (r createResult) perSecond() float64 {
 	return float64(r.created) / r.elapsed.Seconds()
 }
 
-// untilCancelled is a writeLoad duration that only its context ends.
-const untilCancelled = 100 * 365 * 24 * time.Hour
+// untilCanceled is a writeLoad duration that only its context ends.
+const untilCanceled = 100 * 365 * 24 * time.Hour
 
 // writeLoad runs writers goroutines calling write (a create, or a delete)
 // until count writes were sent (count > 0) or until the duration ends.
@@ -490,9 +490,9 @@ func selectiveWatchers(ctx context.Context, cfg Config, t *target, g *generator,
 			stopLoad()
 		}()
 		// The writers stop starting creates when loadCtx ends; a create in
-		// flight then finishes under ctx, not cancelled half-way.
+		// flight then finishes under ctx, not canceled half-way.
 		create := creates(true)
-		r := writeLoad(loadCtx, cfg.Writers, 0, untilCancelled, func(context.Context) error { return create(ctx) })
+		r := writeLoad(loadCtx, cfg.Writers, 0, untilCanceled, func(context.Context) error { return create(ctx) })
 		<-done
 		return r
 	})
