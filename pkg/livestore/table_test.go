@@ -433,13 +433,13 @@ func TestTableCloseReturnsMemory(t *testing.T) {
 }
 
 // checkInvariants verifies the table's structures against each other:
-// every entry's record, the arena's accounting and compaction bound, the
+// every entry's record, the arena's accounting and relocation bound, the
 // postings.
 func checkInvariants(t testing.TB, tab *Table) {
 	t.Helper()
 	a := tab.arena
 	if len(a.queue) != 0 {
-		t.Errorf("compaction queue holds %v after a mutation", a.queue)
+		t.Errorf("relocation queue holds %v after a mutation", a.queue)
 	}
 	liveOf := make(map[uint32]int)
 	var mapped int64
@@ -710,8 +710,8 @@ func runModel(t *testing.T, src source, cfg modelConfig) int {
 	if cfg.values == 1 && bitmaps == 0 {
 		t.Errorf("no posting was a bitmap")
 	}
-	t.Logf("%d entries, %d chunks compacted, %+v", len(m), tab.arena.compactions, tab.Stats())
-	return tab.arena.compactions
+	t.Logf("%d entries, %d chunks relocated, %+v", len(m), tab.arena.relocations, tab.Stats())
+	return tab.arena.relocations
 }
 
 // checkModel compares every entry of the table, byte for byte, and every
@@ -747,7 +747,7 @@ func TestTableModel(t *testing.T) {
 			seed := time.Now().UnixNano()
 			t.Logf("seed %d", seed)
 			if n := runModel(t, randSource{rand.New(rand.NewSource(seed))}, tc.cfg); n == 0 {
-				t.Errorf("no chunk was compacted")
+				t.Errorf("no chunk was relocated")
 			}
 		})
 	}
@@ -795,10 +795,10 @@ func TestTableChurnMemory(t *testing.T) {
 		peak = max(peak, st.ArenaBytes)
 	}
 	checkInvariants(t, tab)
-	if tab.arena.compactions == 0 {
-		t.Errorf("no chunk was compacted")
+	if tab.arena.relocations == 0 {
+		t.Errorf("no chunk was relocated")
 	}
-	t.Logf("%d chunks compacted; %+v; peak arena %d bytes, arena/live at most %.2f after the first %d operations", tab.arena.compactions, tab.Stats(), peak, maxRatio, liveKeys)
+	t.Logf("%d chunks relocated; %+v; peak arena %d bytes, arena/live at most %.2f after the first %d operations", tab.arena.relocations, tab.Stats(), peak, maxRatio, liveKeys)
 }
 
 // benchEntry is a realistic event: key, encoded object, index values.
