@@ -47,9 +47,9 @@ test-faults: ## Run the fault suite (etcd and server killed, paused, out of spac
 
 # Per store cache: the two runs take ROBUSTNESS_DURATION each, plus the
 # server's build and the validation.
-ROBUSTNESS_DURATION ?= 5m
+ROBUSTNESS_DURATION ?= 10m
 .PHONY: test-robustness
-test-robustness: ## Run the robustness harness (docs/robustness.md): random traffic and etcd faults for ROBUSTNESS_DURATION (5m) per store cache, every list and watch checked against etcd's history; ROBUSTNESS_SEED repeats a run.
+test-robustness: ## Run the robustness harness (docs/robustness.md): random traffic and etcd faults for ROBUSTNESS_DURATION (10m) per store cache, every list and watch checked against etcd's history; ROBUSTNESS_SEED repeats a run.
 	assets="$$(hack/envtest-assets.sh)" && KUBEBUILDER_ASSETS="$$assets" PATH="$$assets:$$PATH" $(GO) test -count=1 -timeout 60m -v ./test/robustness \
 	  -robustness.duration=$(ROBUSTNESS_DURATION) -robustness.store-cache=compact,watch-cache $(if $(ROBUSTNESS_SEED),-robustness.seed=$(ROBUSTNESS_SEED))
 
