@@ -17,7 +17,8 @@ set -o errexit -o nounset -o pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "${ROOT}"
 
-default_assets="$(hack/envtest-assets.sh)"
+# The pinned assets, whatever KUBE_VERSION this run tests.
+default_assets="$(env -u KUBE_VERSION -u STAGING_VERSION hack/envtest-assets.sh)"
 
 KUBE_VERSION="${KUBE_VERSION:-v1.36.3}"
 if ! [[ "${KUBE_VERSION}" =~ ^v1\.([0-9]+)\.[0-9]+$ ]]; then
