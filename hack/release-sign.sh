@@ -8,12 +8,15 @@
 # DER ECDSA signature over the file's SHA-256, and DIR/cosign.pub, the key's
 # public half. Either of these verifies a file:
 #
-#   cosign verify-blob --key cosign.pub --signature FILE.sig FILE
+#   cosign verify-blob --key cosign.pub --signature FILE.sig --insecure-ignore-tlog=true FILE
 #   openssl dgst -sha256 -verify cosign.pub -signature <(base64 -d FILE.sig) FILE
 #
 # SIGNING_KEY is a PEM private key: cosign generate-key-pair's encrypted key
 # (its password in COSIGN_PASSWORD, as cosign reads it), or an unencrypted
 # PKCS#8 or SEC 1 key (openssl ecparam -name prime256v1 -genkey). The
+# signatures are not uploaded to a transparency log, hence cosign's
+# --insecure-ignore-tlog (cosign v3.1.3 verifies them so, and signs the same
+# bytes from a key of cosign generate-key-pair). The
 # signer is hack/tools/releasetool (github.com/sigstore/sigstore's signature
 # package, pinned in hack/tools/go.mod), built into .cache/tools/bin.
 set -o errexit -o nounset -o pipefail

@@ -23,7 +23,7 @@
 # encrypted one), hack/release-sign.sh signs the image archive, the manifest
 # and SHA256SUMS as cosign sign-blob does: <file>.sig beside each, and
 # cosign.pub, the key's public half (cosign verify-blob --key cosign.pub
-# --signature <file>.sig <file>).
+# --signature <file>.sig --insecure-ignore-tlog=true <file>).
 #
 # The same commit and VERSION give the same image, digest and manifest
 # (hack/build-image.sh is reproducible); helm stamps the chart's package with
@@ -125,8 +125,8 @@ signed_note=""
 if [[ -n "${SIGNING_KEY:-}" ]]; then
   signed_note="
 The image archive, \`events-apiserver.yaml\` and \`SHA256SUMS\` are signed (\`<file>.sig\`, cosign blob
-signatures): \`cosign verify-blob --key cosign.pub --signature SHA256SUMS.sig SHA256SUMS\`, with
-the project's published key."
+signatures, in no transparency log): \`cosign verify-blob --key cosign.pub --signature SHA256SUMS.sig
+--insecure-ignore-tlog=true SHA256SUMS\`, with the project's published key."
 fi
 cat > "${out}/release-notes.md" <<EOF
 # events-apiserver ${heading}
