@@ -31,17 +31,6 @@ type ChainResolver interface {
 	Resolve(ctx context.Context, regarding ancestry.Reference) ancestry.Chain
 }
 
-// setChain sets a new event's chain of controller owners, the
-// ownerchain.Annotation, to what the resolver finds, and marks it with the
-// ownerchain.PendingAnnotation when the resolution stopped short for a
-// failure that may pass. The server owns both: what the client sent in them
-// is dropped; the chain is absent when it is empty or there is no
-// resolver.
-func (s Strategy) setChain(ctx context.Context, event *core.Event) {
-	stripChain(event)
-	s.ResolveChain(ctx, event)
-}
-
 // stripChain drops what a client sent in the annotations the server owns.
 func stripChain(event *core.Event) {
 	delete(event.Annotations, ownerchain.Annotation)
@@ -62,11 +51,12 @@ func (s Strategy) ResolveChain(ctx context.Context, event *core.Event) {
 // update carries: the chain is resolved once, when the event is first
 // stored, and holds even when the owners are gone. An event stored with
 // none (before the server resolved chains, or about an object without
-// owners) or with a pending one is resolved again, as a new event is: the
-// resolver's cache makes asking again cheap.
-func (s Strategy) keepChain(ctx context.Context, event, old *core.Event) {
+// owners) or with a pending one is resolved again, as a new event is, once
+// the update passed validation and admission (ResolveUpdatedChain); until
+// then it carries none of what the update sent.
+func keepChain(event, old *core.Event) {
 	if ownerchain.NeedsChain(old.Annotations) {
-		s.setChain(ctx, event)
+		stripChain(event)
 		return
 	}
 	chain := old.Annotations[ownerchain.Annotation]
@@ -75,4 +65,14 @@ func (s Strategy) keepChain(ctx context.Context, event, old *core.Event) {
 		event.Annotations = map[string]string{}
 	}
 	event.Annotations[ownerchain.Annotation] = chain
+}
+
+// ResolveUpdatedChain resolves the chain of an updated event whose stored
+// state (old) had none or a pending one; the store calls it once the
+// update passed validation and admission, so that a refused update costs
+// no read. The resolver's cache makes asking again cheap.
+func (s Strategy) ResolveUpdatedChain(ctx context.Context, event, old *core.Event) {
+	if ownerchain.NeedsChain(old.Annotations) {
+		s.ResolveChain(ctx, event)
+	}
 }

@@ -119,7 +119,11 @@ func TestCreateSetsTheResolvedChain(t *testing.T) {
 	}
 }
 
-func TestPrepareForUpdateKeepsTheStoredChain(t *testing.T) {
+// TestUpdateKeepsTheStoredChain: PrepareForUpdate keeps a final chain and
+// resolves nothing; a missing or pending one is resolved by
+// ResolveUpdatedChain, which the store calls once the update passed
+// validation and admission.
+func TestUpdateKeepsTheStoredChain(t *testing.T) {
 	stored := map[string]string{ownerchain.Annotation: ownerchain.Encode(oldChain)}
 	for _, tc := range []struct {
 		name             string
@@ -148,6 +152,10 @@ func TestPrepareForUpdateKeepsTheStoredChain(t *testing.T) {
 			}
 			old, event := eventAbout("web-7d4f9-a", tc.stored), eventAbout("web-7d4f9-a", tc.sent)
 			strategy.PrepareForUpdate(context.Background(), event, old)
+			if len(chains.asked) != 0 {
+				t.Errorf("PrepareForUpdate resolved %d times, want none", len(chains.asked))
+			}
+			strategy.ResolveUpdatedChain(context.Background(), event, old)
 			if diff := cmp.Diff(tc.want, event.Annotations); diff != "" {
 				t.Errorf("annotations (-want +got):\n%s", diff)
 			}

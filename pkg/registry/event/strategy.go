@@ -95,7 +95,9 @@ func (s Strategy) PrepareForCreate(_ context.Context, obj runtime.Object) {
 // state controller to judge the write, as the EventSeries plugin judges a
 // client's (a final write finishes the series). It drops the managed fields
 // of plain writes (see keepAppliedFields) and keeps the stored chain of
-// controller owners (see keepChain). Everything else is left as sent;
+// controller owners (see keepChain; the store resolves a missing or
+// pending one once the update passed validation and admission,
+// ResolveUpdatedChain). Everything else is left as sent;
 // which fields may change is the business of ValidateUpdate.
 func (s Strategy) PrepareForUpdate(ctx context.Context, obj, old runtime.Object) {
 	newEvent, oldEvent := obj.(*core.Event), old.(*core.Event)
@@ -104,7 +106,7 @@ func (s Strategy) PrepareForUpdate(ctx context.Context, obj, old runtime.Object)
 		newEvent.Series.State = oldEvent.Series.State
 	}
 	keepAppliedFields(newEvent)
-	s.keepChain(ctx, newEvent, oldEvent)
+	keepChain(newEvent, oldEvent)
 }
 
 // keepAppliedFields drops the managedFields entries of Update operations
