@@ -31,6 +31,7 @@ import (
 	"k8s.io/apiserver/pkg/registry/rest"
 	"k8s.io/apiserver/pkg/storage/names"
 
+	"github.com/kube-events/events-apiserver/pkg/ancestry"
 	"github.com/kube-events/events-apiserver/pkg/apis/core"
 	"github.com/kube-events/events-apiserver/pkg/apis/core/validation"
 )
@@ -45,6 +46,10 @@ type Strategy struct {
 	// regarding object (see chains.go); nil without a cluster to read it
 	// from (standalone), where events carry no chain.
 	chains ChainResolver
+	// seals seals the chains set here and tells them from those other
+	// writers set (see chains.go); nil where every write goes through
+	// this strategy.
+	seals *ancestry.Sealer
 }
 
 var (
@@ -71,6 +76,15 @@ func (Strategy) DefaultGarbageCollectionPolicy(context.Context) rest.GarbageColl
 // owners of new events' regarding objects with chains.
 func (s Strategy) WithChainResolver(chains ChainResolver) Strategy {
 	s.chains = chains
+	return s
+}
+
+// WithChainSealer returns the strategy that seals the chains it sets with
+// seals, and resolves again a stored chain whose seal does not verify:
+// where kube-apiserver writes events into the same etcd (offload,
+// takeover).
+func (s Strategy) WithChainSealer(seals *ancestry.Sealer) Strategy {
+	s.seals = seals
 	return s
 }
 
@@ -106,7 +120,7 @@ func (s Strategy) PrepareForUpdate(ctx context.Context, obj, old runtime.Object)
 		newEvent.Series.State = oldEvent.Series.State
 	}
 	keepAppliedFields(newEvent)
-	keepChain(newEvent, oldEvent)
+	s.keepChain(ctx, newEvent, oldEvent)
 }
 
 // keepAppliedFields drops the managedFields entries of Update operations

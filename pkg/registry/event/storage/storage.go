@@ -154,8 +154,7 @@ func (r *REST) create(ctx context.Context, event *core.Event, createValidation r
 				return err
 			}
 		}
-		r.strategy.ResolveChain(ctx, event)
-		return nil
+		return r.strategy.ResolveChain(ctx, event)
 	}
 	return r.Store.Create(ctx, event, validate, options)
 }
@@ -175,10 +174,10 @@ func (r *REST) Update(ctx context.Context, name string, objInfo rest.UpdatedObje
 				return err
 			}
 		}
-		if updated.event != nil {
-			r.strategy.ResolveChain(ctx, updated.event)
+		if updated.event == nil {
+			return nil
 		}
-		return nil
+		return r.strategy.ResolveChain(ctx, updated.event)
 	}
 	validateUpdate := func(ctx context.Context, validated, old runtime.Object) error {
 		if updateValidation != nil {
@@ -186,10 +185,11 @@ func (r *REST) Update(ctx context.Context, name string, objInfo rest.UpdatedObje
 				return err
 			}
 		}
-		if oldEvent, ok := old.(*core.Event); ok && updated.event != nil {
-			r.strategy.ResolveUpdatedChain(ctx, updated.event, oldEvent)
+		oldEvent, ok := old.(*core.Event)
+		if !ok || updated.event == nil {
+			return nil
 		}
-		return nil
+		return r.strategy.ResolveUpdatedChain(ctx, updated.event, oldEvent)
 	}
 	return r.Store.Update(ctx, name, updated, validateCreate, validateUpdate, forceAllowCreate, options)
 }
