@@ -196,6 +196,13 @@ func (c CompletedConfig) New(ctx context.Context) (_ *EventsServer, err error) {
 	if c.ExtraConfig.Chains != nil {
 		strategy = strategy.WithChainResolver(c.ExtraConfig.Chains)
 	}
+	// Where kube-apiserver writes events past the strategy, the chains
+	// the server sets are sealed, and others' resolved again.
+	seals, err := c.chainSealer()
+	if err != nil {
+		return nil, err
+	}
+	strategy = strategy.WithChainSealer(seals)
 	store, err := eventstorage.NewREST(strategy, storageUnavailable{storageOptions}, c.ExtraConfig.EventTTL, c.ExtraConfig.Fold)
 	if err != nil {
 		return nil, fmt.Errorf("creating the events store: %w", err)

@@ -144,6 +144,9 @@ readinessProbe:
 - -tlsKeyFile=/etc/victorialogs/tls/tls.key
 - -httpAuth.username=events-apiserver
 - -httpAuth.password=file:///etc/victorialogs/auth/password
+{{- if .Values.podMonitors.enabled }}
+- -metricsAuthKey=file:///etc/victorialogs/metrics/authKey
+{{- end }}
 {{- end }}
 
 {{/* The serving certificate and the password of every victoria-logs container. */}}
@@ -154,6 +157,11 @@ readinessProbe:
 - name: auth
   mountPath: /etc/victorialogs/auth
   readOnly: true
+{{- if .Values.podMonitors.enabled }}
+- name: metrics
+  mountPath: /etc/victorialogs/metrics
+  readOnly: true
+{{- end }}
 {{- end }}
 
 {{- define "events-apiserver.victorialogsSecretVolumes" -}}
@@ -166,6 +174,11 @@ readinessProbe:
     items:
     - key: tls.key
       path: password
+{{- if .Values.podMonitors.enabled }}
+- name: metrics
+  secret:
+    secretName: events-victorialogs-metrics
+{{- end }}
 {{- end }}
 
 {{/* The securityContext of every victoria-logs container. */}}

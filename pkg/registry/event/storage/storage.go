@@ -154,10 +154,58 @@ func (r *REST) create(ctx context.Context, event *core.Event, createValidation r
 				return err
 			}
 		}
-		r.strategy.ResolveChain(ctx, event)
-		return nil
+		return r.strategy.ResolveChain(ctx, event)
 	}
 	return r.Store.Create(ctx, event, validate, options)
+}
+
+// Update updates an event (or creates it, a PUT of an event that does not
+// exist). A chain of controller owners the stored event lacks, or has
+// pending, is resolved once the write passed validation and admission
+// (updateValidation, or createValidation for a create, which the generic
+// store calls with copies of the event it then stores): a refused update
+// reads nothing.
+func (r *REST) Update(ctx context.Context, name string, objInfo rest.UpdatedObjectInfo, createValidation rest.ValidateObjectFunc,
+	updateValidation rest.ValidateObjectUpdateFunc, forceAllowCreate bool, options *metav1.UpdateOptions) (runtime.Object, bool, error) {
+	updated := &updatedEvent{UpdatedObjectInfo: objInfo}
+	validateCreate := func(ctx context.Context, validated runtime.Object) error {
+		if createValidation != nil {
+			if err := createValidation(ctx, validated); err != nil {
+				return err
+			}
+		}
+		if updated.event == nil {
+			return nil
+		}
+		return r.strategy.ResolveChain(ctx, updated.event)
+	}
+	validateUpdate := func(ctx context.Context, validated, old runtime.Object) error {
+		if updateValidation != nil {
+			if err := updateValidation(ctx, validated, old); err != nil {
+				return err
+			}
+		}
+		oldEvent, ok := old.(*core.Event)
+		if !ok || updated.event == nil {
+			return nil
+		}
+		return r.strategy.ResolveUpdatedChain(ctx, updated.event, oldEvent)
+	}
+	return r.Store.Update(ctx, name, updated, validateCreate, validateUpdate, forceAllowCreate, options)
+}
+
+// updatedEvent is an update's new object that remembers the event it last
+// returned: the one the generic store prepares, validates (as a copy) and
+// stores.
+type updatedEvent struct {
+	rest.UpdatedObjectInfo
+	event *core.Event
+}
+
+func (u *updatedEvent) UpdatedObject(ctx context.Context, old runtime.Object) (runtime.Object, error) {
+	obj, err := u.UpdatedObjectInfo.UpdatedObject(ctx, old)
+	u.event, _ = obj.(*core.Event)
+	return obj, err
 }
 
 // Folder is the store's folder, nil when folding is off.
