@@ -36,8 +36,10 @@ package selfcert
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"crypto/x509"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -99,6 +101,14 @@ type TrustSpec struct {
 	Include []string
 }
 
+// RandomSpec is a Secret holding a random secret (64 hexadecimal digits)
+// under Key, made once and never changed: a password two parts of the
+// install share.
+type RandomSpec struct {
+	Secret string
+	Key    string
+}
+
 // AuthoritySpec is a CA of the install's own, kept in a Secret of type
 // kubernetes.io/tls (tls.crt and tls.key: the CA; ca.crt: its bundle), and
 // what it signs.
@@ -120,6 +130,8 @@ type Config struct {
 	Namespace string
 	// Authorities and what they sign.
 	Authorities []AuthoritySpec
+	// Randoms are the shared passwords.
+	Randoms []RandomSpec
 	// Lifetime is how long a certificate is valid; it is renewed after two
 	// thirds of it.
 	Lifetime time.Duration
@@ -234,7 +246,43 @@ func (i *Issuer) sync(ctx context.Context, renew bool) (time.Time, error) {
 			}
 		}
 	}
+	for _, spec := range i.cfg.Randoms {
+		if err := i.random(ctx, spec); err != nil {
+			errs = append(errs, fmt.Errorf("secret %s/%s: %w", i.cfg.Namespace, spec.Secret, err))
+		}
+	}
 	return next, errors.Join(errs...)
+}
+
+// random makes the Secret of spec if it is missing or its key is empty.
+func (i *Issuer) random(ctx context.Context, spec RandomSpec) error {
+	secrets := i.cfg.Client.CoreV1().Secrets(i.cfg.Namespace)
+	secret, err := secrets.Get(ctx, spec.Secret, metav1.GetOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return err
+	}
+	if err == nil && len(secret.Data[spec.Key]) > 0 {
+		return nil
+	}
+	buf := make([]byte, 32)
+	if _, err := rand.Read(buf); err != nil {
+		return err
+	}
+	value := []byte(hex.EncodeToString(buf))
+	if err != nil {
+		_, err = secrets.Create(ctx, i.secret(spec.Secret, corev1.SecretTypeOpaque, map[string][]byte{spec.Key: value}), metav1.CreateOptions{})
+		if apierrors.IsAlreadyExists(err) {
+			return nil
+		}
+		return err
+	}
+	secret = secret.DeepCopy()
+	if secret.Data == nil {
+		secret.Data = map[string][]byte{}
+	}
+	secret.Data[spec.Key] = value
+	_, err = secrets.Update(ctx, secret, metav1.UpdateOptions{})
+	return err
 }
 
 // authority reads the CA of spec, making it when it is missing or unusable

@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -55,14 +56,20 @@ const (
 
 // The Secrets of the self-managed certificates, in the server's namespace.
 const (
-	servingCASecret     = "events-apiserver-ca"
-	servingSecret       = "events-apiserver-serving-cert"
-	etcdCASecret        = "events-etcd-ca"
-	etcdMemberSecret    = "events-etcd-member"
-	etcdPeerSecret      = "events-etcd-peer"
-	etcdClientSecret    = "events-apiserver-etcd-client"
-	etcdClientCASecret  = "events-etcd-client-ca"
-	etcdKubeCASecret    = "events-etcd-kube-ca"
+	servingCASecret    = "events-apiserver-ca"
+	servingSecret      = "events-apiserver-serving-cert"
+	etcdCASecret       = "events-etcd-ca"
+	etcdMemberSecret   = "events-etcd-member"
+	etcdPeerSecret     = "events-etcd-peer"
+	etcdClientSecret   = "events-apiserver-etcd-client"
+	etcdClientCASecret = "events-etcd-client-ca"
+	etcdKubeCASecret   = "events-etcd-kube-ca"
+	archiveCASecret    = "events-victorialogs-ca"
+	archiveTLSSecret   = "events-victorialogs-tls"
+	archiveAuthSecret  = "events-victorialogs-auth"
+	// archiveAuthKey is the password's key in archiveAuthSecret, the one
+	// components/victorialogs mounts.
+	archiveAuthKey      = "tls.key"
 	certificatesTimeout = 2 * time.Minute
 )
 
@@ -75,6 +82,9 @@ type CertificateOptions struct {
 	Serving bool
 	// Etcd is "", etcdCertificatesBundled or etcdCertificatesOffload.
 	Etcd string
+	// Archive makes the bundled archive's (VictoriaLogs') serving
+	// certificate and the password the server and it share.
+	Archive bool
 	// Namespace holds the Secrets; empty means the pod's namespace
 	// (POD_NAMESPACE) or events-apiserver.
 	Namespace string
@@ -107,6 +117,9 @@ func (c *CertificateOptions) addFlags(fs *pflag.FlagSet) {
 		"(the members' serving and peer certificates, the trust bundle of their clients, this server's client certificate) from a CA of the install's own; "+
 		"%q, all but the members' serving certificate, which the cluster's etcd CA signs (hack/gen-offload-etcd-cert.sh). "+
 		"The server then connects to etcd with its own client certificate; not with --etcd-certfile or --etcd-keyfile.", etcdCertificatesBundled, etcdCertificatesOffload))
+	fs.BoolVar(&c.Archive, "self-managed-archive-certificates", c.Archive, "Make the bundled archive's certificates too "+
+		"(components/victorialogs and components/victorialogs-cluster): its CA, the serving certificate of VictoriaLogs' nodes in the Secret "+archiveTLSSecret+
+		", and the password the server and VictoriaLogs share in the Secret "+archiveAuthSecret+" (made once, never changed).")
 	fs.StringVar(&c.Namespace, "self-managed-certificates-namespace", c.Namespace, "Namespace of the self-managed certificates' Secrets; "+
 		"defaults to $POD_NAMESPACE, then events-apiserver.")
 	fs.StringVar(&c.Service, "self-managed-certificates-service", c.Service, "Service in front of the server: the serving certificate is for <service>.<namespace>.svc, "+
@@ -117,7 +130,7 @@ func (c *CertificateOptions) addFlags(fs *pflag.FlagSet) {
 		"the old one trusted until it expires. At least three times --self-managed-certificates-lifetime.")
 }
 
-func (c *CertificateOptions) enabled() bool { return c.Serving || c.Etcd != "" }
+func (c *CertificateOptions) enabled() bool { return c.Serving || c.Etcd != "" || c.Archive }
 
 func (c *CertificateOptions) complete() {
 	if c.Namespace == "" {
@@ -156,7 +169,7 @@ func (o CompletedOptions) validateCertificates() []error {
 	c := o.Certificates
 	errs := c.validate()
 	if c.enabled() && o.standalone {
-		errs = append(errs, errors.New("--self-managed-certificates and --self-managed-etcd-certificates need a kube-apiserver to keep the Secrets in; not standalone"))
+		errs = append(errs, errors.New("--self-managed-certificates, --self-managed-etcd-certificates and --self-managed-archive-certificates need a kube-apiserver to keep the Secrets in; not standalone"))
 	}
 	cert := o.Recommended.SecureServing.ServerCert.CertKey
 	if c.Serving && (cert.CertFile != "" || cert.KeyFile != "") {
@@ -165,6 +178,9 @@ func (o CompletedOptions) validateCertificates() []error {
 	transport := o.Recommended.Etcd.StorageConfig.Transport
 	if c.Etcd != "" && (transport.CertFile != "" || transport.KeyFile != "" || transport.TrustedCAFile != "") {
 		errs = append(errs, errors.New("--self-managed-etcd-certificates cannot be combined with --etcd-certfile, --etcd-keyfile or --etcd-cafile"))
+	}
+	if c.Archive && (o.archive.TLS.CAFile == "" || o.archive.Auth.PasswordFile == "") {
+		errs = append(errs, errors.New("--self-managed-archive-certificates writes the files --archive-ca-file and --archive-password-file name: set both"))
 	}
 	if c.Etcd != "" && o.embeddedEtcd {
 		errs = append(errs, errors.New("--self-managed-etcd-certificates is for the bundled etcd, not the embedded one: set --etcd-servers"))
@@ -186,6 +202,19 @@ func (c *CertificateOptions) authorities() []selfcert.AuthoritySpec {
 				Secret: servingSecret, CommonName: svc, DNSNames: []string{svc, svc + ".cluster.local"}, Usages: serverAuth,
 			}},
 			APIServices: c.APIServices,
+		})
+	}
+	if c.Archive {
+		var names []string
+		for _, host := range []string{"events-victorialogs", "*.events-victorialogs", "*.events-vlstorage"} {
+			svc := host + "." + c.Namespace + ".svc"
+			names = append(names, svc, svc+".cluster.local")
+		}
+		specs = append(specs, selfcert.AuthoritySpec{
+			Secret: archiveCASecret, CommonName: "events-victorialogs-ca",
+			Certificates: []selfcert.CertificateSpec{{
+				Secret: archiveTLSSecret, CommonName: "events-victorialogs." + c.Namespace + ".svc", DNSNames: names, Usages: serverAuth,
+			}},
 		})
 	}
 	if c.Etcd == "" {
@@ -244,8 +273,12 @@ func (o CompletedOptions) startCertificates(ctx context.Context) (*selfManaged, 
 	if err != nil {
 		return nil, err
 	}
+	var randoms []selfcert.RandomSpec
+	if c.Archive {
+		randoms = append(randoms, selfcert.RandomSpec{Secret: archiveAuthSecret, Key: archiveAuthKey})
+	}
 	issuer, err := selfcert.New(selfcert.Config{
-		Client: client, Dynamic: dyn, Namespace: c.Namespace, Authorities: c.authorities(),
+		Client: client, Dynamic: dyn, Namespace: c.Namespace, Authorities: c.authorities(), Randoms: randoms,
 		Lifetime: c.Lifetime, AuthorityLifetime: c.CALifetime,
 	})
 	if err != nil {
@@ -278,7 +311,45 @@ func (o CompletedOptions) startCertificates(ctx context.Context) (*selfManaged, 
 			return nil, err
 		}
 	}
+	if c.Archive {
+		if err := o.writeArchiveCredentials(ctx, startCtx, client); err != nil {
+			return nil, err
+		}
+	}
 	return s, nil
+}
+
+// writeArchiveCredentials writes the archive's CA bundle and password to
+// the files --archive-ca-file and --archive-password-file name, and keeps
+// the bundle current until ctx ends. The password is made once and never
+// changes.
+func (o CompletedOptions) writeArchiveCredentials(ctx, startCtx context.Context, client kubernetes.Interface) error {
+	ns := o.Certificates.Namespace
+	auth, err := client.CoreV1().Secrets(ns).Get(startCtx, archiveAuthSecret, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	files := []string{o.archive.TLS.CAFile, o.archive.Auth.PasswordFile}
+	for _, f := range files {
+		if err := os.MkdirAll(filepath.Dir(f), 0o700); err != nil {
+			return err
+		}
+	}
+	if err := pki.WriteFileAtomic(o.archive.Auth.PasswordFile, auth.Data[archiveAuthKey], 0o600); err != nil {
+		return err
+	}
+	tls := selfcert.NewSecretContent(client, ns, archiveTLSSecret)
+	if err := tls.WaitForContent(startCtx); err != nil {
+		return err
+	}
+	logger := klog.FromContext(ctx)
+	tls.OnChange(func(_, _, ca []byte) {
+		if err := pki.WriteFileAtomic(o.archive.TLS.CAFile, ca, 0o644); err != nil {
+			logger.Error(err, "Writing the archive's CA bundle failed", "path", o.archive.TLS.CAFile)
+		}
+	})
+	go tls.Run(ctx, 1)
+	return nil
 }
 
 // followEtcdCertificates writes the server's etcd client certificate and
