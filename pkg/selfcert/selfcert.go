@@ -344,6 +344,11 @@ func (i *Issuer) certificate(ctx context.Context, ca *authority, spec Certificat
 		cert, err := parseLeaf(secret.Data[corev1.TLSCertKey], secret.Data[corev1.TLSPrivateKeyKey])
 		if err == nil && now.Before(cert.NotAfter) && ca.matches(cert, spec, now) {
 			due := renewalTime(cert)
+			if cert.NotAfter.Sub(cert.NotBefore) > i.cfg.Lifetime+backdate+time.Minute {
+				// Issued for a longer lifetime than configured now: a
+				// shortened lifetime holds from the next pass on.
+				due = now
+			}
 			if !renew {
 				return due, nil
 			}
