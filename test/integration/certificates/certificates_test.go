@@ -424,3 +424,36 @@ func TestServingFollowsRenewals(t *testing.T) {
 		t.Errorf("%d of %d handshakes failed during renewals, want 0", failures, requests)
 	}
 }
+
+// TestAShortenedLifetimeRenewsAtOnce: certificates issued for a longer
+// lifetime than the configured one are renewed by the controller's next
+// pass, not two thirds into their old lifetime; Ensure leaves them.
+func TestAShortenedLifetimeRenewsAtOnce(t *testing.T) {
+	f := newFixture(t)
+	if err := f.issuer(t).Ensure(f.ctx); err != nil {
+		t.Fatal(err)
+	}
+	first := leaf(t, f.secret(t, "serving"))
+	const shorter = 6 * time.Minute
+	short, err := selfcert.New(selfcert.Config{Client: f.client, Dynamic: f.dyn, Namespace: f.namespace, Authorities: install(f.apiService),
+		Lifetime: shorter, AuthorityLifetime: caLifetime, Clock: f.clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := short.Ensure(f.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if !leaf(t, f.secret(t, "serving")).Equal(first) {
+		t.Fatal("Ensure renewed a valid certificate for a shortened lifetime: renewals are the elected controller's")
+	}
+	ctx, cancel := context.WithCancel(f.ctx)
+	defer cancel()
+	done := make(chan struct{})
+	go func() { defer close(done); short.Run(ctx) }()
+	renewed := waitForNewLeaf(t, f, "serving", first)
+	cancel()
+	<-done
+	if got := renewed.NotAfter.Sub(renewed.NotBefore); got > shorter+10*time.Minute {
+		t.Errorf("the renewed certificate is valid for %v, want about %v", got, shorter)
+	}
+}
