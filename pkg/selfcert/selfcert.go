@@ -313,7 +313,7 @@ func (i *Issuer) authority(ctx context.Context, spec AuthoritySpec, renew bool) 
 	}
 	ca, err := parseAuthority(secret.Data[corev1.TLSCertKey], secret.Data[corev1.TLSPrivateKeyKey], secret.Data[CAKey])
 	usable := err == nil && now.Before(ca.cert.NotAfter)
-	if usable && !(renew && !now.Before(renewalTime(ca.cert))) {
+	if usable && (!renew || now.Before(renewalTime(ca.cert))) {
 		return ca, nil
 	}
 	var previous []*x509.Certificate

@@ -54,7 +54,10 @@ const (
 	etcdCertificatesOffload = "offload"
 )
 
-// The Secrets of the self-managed certificates, in the server's namespace.
+// The Secrets of the self-managed certificates, in the server's namespace:
+// names, not credentials.
+//
+//nolint:gosec // G101: Secret names
 const (
 	servingCASecret    = "events-apiserver-ca"
 	servingSecret      = "events-apiserver-serving-cert"

@@ -728,7 +728,7 @@ func expectEtcdClientCert(t *testing.T, objs objects) {
 // usages it needs.
 func expectBundledEtcdCertManager(t *testing.T, objs objects) {
 	t.Helper()
-	const caSecret = "events-etcd-ca"
+	const caSecret = "events-etcd-ca" //nolint:gosec // G101: a Secret's name
 	for secret, usages := range map[string][]string{
 		"events-etcd-member":           {"server auth", "digital signature", "key encipherment"},
 		"events-etcd-peer":             {"server auth", "client auth", "digital signature", "key encipherment"},
@@ -1425,8 +1425,7 @@ func expectArchiveSingleNode(t *testing.T, objs objects) {
 // the front dials (each storage node's), which the serving certificate
 // must hold.
 var (
-	archiveSingleNodeNames = []string{archiveService + "." + namespace + ".svc"}
-	archiveClusterNames    = []string{
+	archiveClusterNames = []string{
 		archiveService + "." + namespace + ".svc",
 		"events-vlstorage-0.events-vlstorage." + namespace + ".svc",
 		"events-vlstorage-1.events-vlstorage." + namespace + ".svc",
