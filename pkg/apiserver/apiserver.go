@@ -118,6 +118,9 @@ type ExtraConfig struct {
 	// strategy: with Chains, the elected controller gives those events
 	// their chains too.
 	SharedWithKubeAPIServer bool
+	// Elected are further loops the elected replica runs, next to the
+	// server's own (the renewal of self-managed certificates).
+	Elected []controller.Controller
 }
 
 // Config is the generic server configuration plus ExtraConfig. Its
