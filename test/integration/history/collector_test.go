@@ -24,6 +24,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kube-events/events-apiserver/pkg/archive/export"
@@ -78,7 +79,9 @@ func TestExportToTheCollector(t *testing.T) {
 			}
 			namespace := namespaceFor(t)
 			regarding, chain := createOwnedPod(t, admin, namespace)
-			cases := createMappingEvents(ctx, t, admin, namespace, regarding, chain)
+			// Written to our server itself: kube-apiserver serves
+			// events.k8s.io/v1 and core/v1 events of its own.
+			cases := createMappingEvents(ctx, t, clientset(t, cluster.ServerConfig, runtime.ContentTypeProtobuf), namespace, regarding, chain)
 
 			var records []harness.Record
 			if err := waitPoll(ctx, time.Minute, func() bool {
