@@ -123,10 +123,6 @@ func runExportBench(b *testing.B) {
 
 	// Memory while the receiver is down.
 	link.Cut()
-	before, err := server.Metrics(ctx)
-	if err != nil {
-		b.Fatal(err)
-	}
 	var peakDown int64
 	stopSampling := sampleRSS(ctx, server, &peakDown)
 	logf("receiver down: %d creates/s for %s", *exportOutageRate, *exportOutage)
@@ -141,9 +137,18 @@ func runExportBench(b *testing.B) {
 	stopSampling()
 	stalled := cursor()
 
-	// Throughput: the backlog, exported.
+	// Throughput: the backlog, exported, timed from the first batch the
+	// receiver took once back (the export's retry backoff before it is
+	// the outage's, not the export's).
 	link.Restore()
+	if err := waitUntil(ctx, 2*time.Minute, func() bool { return cursor() > stalled }); err != nil {
+		b.Fatalf("the export did not resume once the receiver was back: %v", err)
+	}
 	began := time.Now()
+	before, err := server.Metrics(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
 	if err := waitUntil(ctx, 30*time.Minute, func() bool { return cursor() >= last }); err != nil {
 		b.Fatalf("the export's cursor did not pass the last create (%d): %v", last, err)
 	}
