@@ -62,9 +62,22 @@ fuzz: ## Fuzz request decoding and field selectors, FUZZ_TIME (100000x, about a 
 	for target in FuzzDecodeJSON FuzzDecodeProtobuf FuzzFieldSelector; do $(GO) test -run '^$$' -fuzz "^$$target\$$" -fuzztime $(FUZZ_TIME) ./pkg/apiserver || exit 1; done
 
 .PHONY: test-integration
-test-integration: ## Run the integration tests as CI does, the history tests on a victoria-logs service too (builds envtest and VictoriaLogs assets on first use).
-	assets="$$(hack/envtest-assets.sh)" && vlogs="$$(hack/victorialogs-assets.sh)" && \
-	  KUBEBUILDER_ASSETS="$$assets" VICTORIALOGS_ASSETS="$$vlogs" PATH="$$assets:$$PATH" $(GO) test -count=1 -timeout 45m ./test/integration/...
+test-integration: ## Run the integration tests as CI does, the history tests on a victoria-logs service and the export's to an OpenTelemetry Collector too (builds envtest, VictoriaLogs and Collector assets on first use).
+	assets="$$(hack/envtest-assets.sh)" && vlogs="$$(hack/victorialogs-assets.sh)" && otelcol="$$(hack/otelcol-assets.sh)" && \
+	  KUBEBUILDER_ASSETS="$$assets" VICTORIALOGS_ASSETS="$$vlogs" OTELCOL_ASSETS="$$otelcol" PATH="$$assets:$$PATH" $(GO) test -count=1 -timeout 45m ./test/integration/...
+
+# The export's integration and fault tests (docs/export.md), with their
+# numbers (-v); EXPORT_OUTAGE is how long the receiver is down.
+EXPORT_TESTS := TestExport
+.PHONY: test-export
+test-export: ## Run the OTLP export's integration tests (an OpenTelemetry Collector built from its Go modules, VictoriaLogs' OTLP ingestion) and its fault tests, with a short receiver outage.
+	assets="$$(hack/envtest-assets.sh)" && vlogs="$$(hack/victorialogs-assets.sh)" && otelcol="$$(hack/otelcol-assets.sh)" && \
+	  KUBEBUILDER_ASSETS="$$assets" VICTORIALOGS_ASSETS="$$vlogs" OTELCOL_ASSETS="$$otelcol" PATH="$$assets:$$PATH" \
+	  $(GO) test -count=1 -timeout $(or $(EXPORT_TIMEOUT),30m) -v ./test/integration/history -run '$(EXPORT_TESTS)' -export.outage=$(or $(EXPORT_OUTAGE),10s)
+
+.PHONY: test-export-faults
+test-export-faults: ## Run the export's fault tests by hand at full size: the receiver down 10 minutes under a paced create load (EXPORT_OUTAGE), etcd compacted past everything, the leader changed, the server SIGKILLed.
+	$(MAKE) test-export EXPORT_TESTS='TestExport(Faults|LeaderChange|ReceiverOutage)' EXPORT_OUTAGE=$(or $(EXPORT_OUTAGE),10m) EXPORT_TIMEOUT=40m
 
 .PHONY: test-compat
 test-compat: ## Run the aggregator's integration tests against the oldest supported kube-apiserver (KUBE_VERSION=v1.36.3, built from its Go module; COMPAT_RUN narrows them). Not in CI: a few minutes once built.
@@ -110,6 +123,14 @@ bench-archive-lag: ## Archive lag under API load, the server built as shipped (C
 	  $(if $(filter service,$(LAG_ARCHIVE)),VICTORIALOGS_ASSETS="$$(hack/victorialogs-assets.sh)") \
 	  $(GO) test -count=1 -timeout 60m -v ./test/archivebench -run '^TestArchiveLag$$' -lag.full \
 	  -lag.rate $(or $(LAG_RATE),1000) -lag.rates '$(LAG_RATES)' -lag.duration $(or $(LAG_DURATION),60s) -lag.archive $(or $(LAG_ARCHIVE),embedded)
+
+.PHONY: bench-export
+bench-export: ## Export benchmark (docs/performance.md), the server built as shipped (CGO_ENABLED=0): receiver down EXPORT_OUTAGE (10m) at EXPORT_OUTAGE_RATE (1000) creates/s (memory), the backlog exported (states/s), the cursor's lag at EXPORT_LAG_RATE (1000) creates/s for EXPORT_LAG_DURATION (60s).
+	assets="$$(hack/envtest-assets.sh)" && otelcol="$$(hack/otelcol-assets.sh)" && \
+	  KUBEBUILDER_ASSETS="$$assets" OTELCOL_ASSETS="$$otelcol" CGO_ENABLED=0 \
+	  $(GO) test -count=1 -timeout 90m -v ./test/archivebench -run '^$$' -bench '^BenchmarkExport$$' -benchtime 1x \
+	  -export.outage $(or $(EXPORT_OUTAGE),10m) -export.outage-rate $(or $(EXPORT_OUTAGE_RATE),1000) \
+	  -export.lag-rate $(or $(EXPORT_LAG_RATE),1000) -export.lag-duration $(or $(EXPORT_LAG_DURATION),60s)
 
 .PHONY: bench-mirror
 bench-mirror: ## Mirror benchmark: 100,000 events seeded in kube-apiserver, then 500 changes/s for 60s (hack/bench-mirror.sh).

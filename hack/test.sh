@@ -34,6 +34,13 @@ setsid nice -n 10 hack/promtool-assets.sh >.cache/promtool-assets.log 2>&1 &
 promtool_assets=$!
 trap 'kill -- -"${cluster_assets}" -"${promtool_assets}" 2>/dev/null || true' EXIT
 
+# The OpenTelemetry Collector the export's tests send to (test/integration/
+# history) builds from its Go modules beside the static checks; its lock
+# makes the integration phase wait for it.
+setsid nice -n 10 hack/otelcol-assets.sh >.cache/otelcol-assets.log 2>&1 &
+otelcol_assets=$!
+trap 'kill -- -"${cluster_assets}" -"${promtool_assets}" -"${otelcol_assets}" 2>/dev/null || true' EXIT
+
 phase "verify"
 hack/verify.sh
 
@@ -45,6 +52,8 @@ export PATH="${KUBEBUILDER_ASSETS}:${PATH}"
 # test/integration/history runs the archive on victoria-logs as well.
 VICTORIALOGS_ASSETS="$(hack/victorialogs-assets.sh)"
 export VICTORIALOGS_ASSETS
+OTELCOL_ASSETS="$(hack/otelcol-assets.sh)"
+export OTELCOL_ASSETS
 
 phase "go test ./test/... (integration and image)"
 go test -count=1 -timeout 45m $(go list ./test/... | grep -v -e '/test/faults$' -e '/test/robustness$' -e '/test/e2e')

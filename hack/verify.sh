@@ -4,7 +4,7 @@
 # on hand-written Go files, the generated reference pages are current,
 # the alert rules pass their promtool tests (hack/verify-monitoring.sh),
 # gofmt, go vet,
-# go mod tidy leaves no diff (the server, pkg/recorder and hack/tools modules), golangci-lint
+# go mod tidy leaves no diff (the server, pkg/recorder, hack/tools and hack/tools/otelcol modules), golangci-lint
 # (with depguard's layers: no package imports one above it; and funlen:
 # no function over 80 lines but the ones .golangci.yml lists) and logcheck.
 set -o errexit -o nounset -o pipefail
@@ -34,7 +34,7 @@ go vet ./...
 go vet -C pkg/recorder ./...
 
 echo "verify: go mod tidy"
-for dir in . pkg/recorder hack/tools; do
+for dir in . pkg/recorder hack/tools hack/tools/otelcol; do
   before_mod="$(cat "${dir}/go.mod")" before_sum="$(cat "${dir}/go.sum")"
   go mod tidy -C "${dir}"
   if [[ "${before_mod}" != "$(cat "${dir}/go.mod")" || "${before_sum}" != "$(cat "${dir}/go.sum")" ]]; then

@@ -166,7 +166,7 @@ func TestHistory(t *testing.T) {
 	check(t, run(t, cfg, d), goals)
 }
 
-type testWriter struct{ t *testing.T }
+type testWriter struct{ t testing.TB }
 
 func (w testWriter) Write(p []byte) (int, error) {
 	w.t.Log(string(p[:len(p)-1]))

@@ -17,6 +17,7 @@ limitations under the License.
 package archivebench
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -40,6 +41,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/kube-events/events-apiserver/pkg/archive/archiver"
+	"github.com/kube-events/events-apiserver/pkg/archive/revision"
 	"github.com/kube-events/events-apiserver/test/harness"
 )
 
@@ -68,6 +70,10 @@ type LagTarget struct {
 	// StoragePrefix is the server's --etcd-prefix ("/registry"): the
 	// checkpoint is at StoragePrefix + archiver.CheckpointKey.
 	StoragePrefix string
+	// Mark is the key, under StoragePrefix, of the revision mark the lag
+	// is measured to: archiver.CheckpointKey when empty, export.CursorKey
+	// for the export's lag.
+	Mark string
 }
 
 // LagResult is what a lag run measured.
@@ -147,7 +153,7 @@ func RunLag(ctx context.Context, target LagTarget, cfg LagConfig) (LagResult, er
 	}
 
 	// The checkpoint's writes, from now on.
-	key := target.StoragePrefix + archiver.CheckpointKey
+	key := target.StoragePrefix + cmp.Or(target.Mark, archiver.CheckpointKey)
 	initial, err := target.Etcd.Get(ctx, key)
 	if err != nil {
 		return res, fmt.Errorf("reading the checkpoint: %w", err)
@@ -173,7 +179,7 @@ func RunLag(ctx context.Context, target LagTarget, cfg LagConfig) (LagResult, er
 				return
 			}
 			for _, ev := range resp.Events {
-				var cp archiver.Checkpoint
+				var cp revision.Mark
 				if err := json.Unmarshal(ev.Kv.Value, &cp); err != nil {
 					continue
 				}

@@ -175,7 +175,7 @@ func checkLag(t *testing.T, res LagResult, b lagBounds) {
 // buildServer builds the server binary into t's temporary directory and
 // logs whether it is built as shipped (CGO_ENABLED=0, as make
 // bench-archive-lag builds it).
-func buildServer(t *testing.T) string {
+func buildServer(t testing.TB) string {
 	t.Helper()
 	binary, err := harness.BuildServer(t.Context(), t.TempDir())
 	if err != nil {

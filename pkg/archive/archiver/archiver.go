@@ -684,7 +684,7 @@ func (f *follower) checkpoint(ctx context.Context, revision int64) error {
 func (f *follower) writeCheckpoint(ctx context.Context, revision int64) error {
 	writeCtx, cancel := context.WithTimeout(ctx, requestTimeout)
 	defer cancel()
-	if err := writeCheckpoint(writeCtx, f.client, Checkpoint{Revision: revision, Time: f.cfg.Clock.Now()}); err != nil {
+	if err := checkpoints.Write(writeCtx, f.client, Checkpoint{Revision: revision, Time: f.cfg.Clock.Now()}); err != nil {
 		return err
 	}
 	f.checkpointed.Store(revision)

@@ -18,12 +18,12 @@ package archiver
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"k8s.io/klog/v2"
+
+	"github.com/kube-events/events-apiserver/pkg/archive/revision"
 )
 
 // CheckpointKey is where the archiver keeps its checkpoint, under the
@@ -37,46 +37,17 @@ const CheckpointKey = "/events-apiserver/archive/checkpoint"
 const DefaultMaxHold = time.Hour + 15*time.Minute
 
 // Checkpoint is how far the archiver has archived: every state written at
-// or before Revision is in the archive.
-type Checkpoint struct {
-	// Revision is the etcd revision archived up to.
-	Revision int64 `json:"revision"`
-	// Time is when the checkpoint was written; the archiver rewrites it
-	// while it runs, even idle, so that its age tells a live archiver from
-	// a dead one.
-	Time time.Time `json:"time"`
-}
+// or before Revision is in the archive. The archiver rewrites it while it
+// runs, even idle, so that its age tells a live archiver from a dead one.
+type Checkpoint = revision.Mark
+
+// checkpoints is where the checkpoint is kept.
+var checkpoints = revision.Store{Key: CheckpointKey, Name: "archive checkpoint"}
 
 // ReadCheckpoint returns the checkpoint kept in kv (a client under the
 // storage prefix), and false if there is none.
 func ReadCheckpoint(ctx context.Context, kv clientv3.KV) (Checkpoint, bool, error) {
-	resp, err := kv.Get(ctx, CheckpointKey)
-	if err != nil {
-		return Checkpoint{}, false, fmt.Errorf("reading the archive checkpoint: %w", err)
-	}
-	if len(resp.Kvs) == 0 {
-		return Checkpoint{}, false, nil
-	}
-	var cp Checkpoint
-	if err := json.Unmarshal(resp.Kvs[0].Value, &cp); err != nil {
-		return Checkpoint{}, false, fmt.Errorf("decoding the archive checkpoint %q: %w", resp.Kvs[0].Value, err)
-	}
-	return cp, true, nil
-}
-
-// writeCheckpoint stores cp in kv. The server's clients fence it
-// (leaderelection.NewKV): under the election's term, as the archiver runs,
-// it is applied only while this replica leads, so that a leader paused
-// past its lease cannot move the checkpoint back on resuming.
-func writeCheckpoint(ctx context.Context, kv clientv3.KV, cp Checkpoint) error {
-	data, err := json.Marshal(cp)
-	if err != nil {
-		return err
-	}
-	if _, err := kv.Put(ctx, CheckpointKey, string(data)); err != nil {
-		return fmt.Errorf("writing the archive checkpoint: %w", err)
-	}
-	return nil
+	return checkpoints.Read(ctx, kv)
 }
 
 // CompactionHold returns, for the server's etcd compaction

@@ -46,7 +46,7 @@ func TestCompactionHold(t *testing.T) {
 			_, ctx := ktesting.NewTestContext(t)
 			client := startEtcd(t)
 			if tc.checkpoint != nil {
-				if err := writeCheckpoint(ctx, client, *tc.checkpoint); err != nil {
+				if err := checkpoints.Write(ctx, client, *tc.checkpoint); err != nil {
 					t.Fatal(err)
 				}
 			}

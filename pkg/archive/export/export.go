@@ -252,7 +252,7 @@ func (e *Exporter) follow(ctx context.Context, client *clientv3.Client, exporter
 			}
 		}
 		writeCtx, cancel := context.WithTimeout(ctx, requestTimeout)
-		err = writeCursor(writeCtx, client, Cursor{Revision: next, Time: e.cfg.Clock.Now()})
+		err = cursors.Write(writeCtx, client, Cursor{Revision: next, Time: e.cfg.Clock.Now()})
 		cancel()
 		if err != nil {
 			return moved, err
@@ -283,7 +283,7 @@ func (e *Exporter) start(ctx context.Context, client *clientv3.Client) (int64, e
 	if err != nil {
 		return 0, err
 	}
-	if err := writeCursor(readCtx, client, Cursor{Revision: cp.Revision, Time: e.cfg.Clock.Now()}); err != nil {
+	if err := cursors.Write(readCtx, client, Cursor{Revision: cp.Revision, Time: e.cfg.Clock.Now()}); err != nil {
 		return 0, err
 	}
 	klog.FromContext(ctx).Info("Exporting from the archive checkpoint", "revision", cp.Revision)

@@ -21,6 +21,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
 	"os"
@@ -35,7 +36,7 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/kube-events/events-apiserver/pkg/archive/export"
 	"github.com/kube-events/events-apiserver/test/harness"
@@ -88,7 +89,35 @@ func TestExportToVictoriaLogs(t *testing.T) {
 	s, _ := historyServer(t, "embedded", time.Hour, "--export-otlp-endpoint="+vl+otlpPath, "--export-otlp-compression=gzip")
 	namespace := namespaceFor(t)
 	c := clientset(t, s.RestConfig, runtime.ContentTypeProtobuf)
+	regarding := corev1.ObjectReference{Kind: "Pod", Namespace: namespace, Name: "web-0", UID: "pod-uid", APIVersion: "v1",
+		FieldPath: "spec.containers{app}", ResourceVersion: "7"}
+	cases := createMappingEvents(ctx, t, c, namespace, regarding, nil)
 
+	var rows []map[string]string
+	if err := waitPoll(ctx, time.Minute, func() bool {
+		rows = receivedRecords(ctx, t, vl, namespace)
+		return len(rows) >= len(cases)
+	}); err != nil {
+		t.Fatalf("VictoriaLogs received %d records, want %d: %v", len(rows), len(cases), err)
+	}
+	checkMapping(t, cases, rows)
+}
+
+// mappingCase is an event written to check the export's mapping, and the
+// fields its record must have, as VictoriaLogs flattens a record
+// (harness.Record).
+type mappingCase struct {
+	name string
+	want map[string]string
+}
+
+// createMappingEvents creates in namespace an events.k8s.io event about
+// regarding with a series, a related object and a traceparent, and a
+// core/v1 one about a node, and returns what their records must hold;
+// chain is what the traced one's record holds of regarding's chain of
+// owners (the server resolves it when it has a kube-apiserver).
+func createMappingEvents(ctx context.Context, t testing.TB, c kubernetes.Interface, namespace string, regarding corev1.ObjectReference, chain map[string]string) []mappingCase {
+	t.Helper()
 	first := time.Now().Add(-time.Minute).Truncate(time.Microsecond).UTC()
 	last := first.Add(30 * time.Second)
 	created, err := c.EventsV1().Events(namespace).Create(ctx, &eventsv1.Event{
@@ -96,10 +125,9 @@ func TestExportToVictoriaLogs(t *testing.T) {
 			Annotations: map[string]string{export.TraceparentAnnotation: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}},
 		EventTime: metav1.NewMicroTime(first),
 		Series:    &eventsv1.EventSeries{Count: 3, LastObservedTime: metav1.NewMicroTime(last)},
-		Regarding: corev1.ObjectReference{Kind: "Pod", Namespace: namespace, Name: "web-0", UID: "pod-uid", APIVersion: "v1",
-			FieldPath: "spec.containers{app}", ResourceVersion: "7"},
-		Related: &corev1.ObjectReference{Kind: "Node", Name: "node-1", UID: "node-uid", APIVersion: "v1"},
-		Reason:  "BackOff", Note: "Back-off restarting failed container", Type: "Warning", Action: "Restarting",
+		Regarding: regarding,
+		Related:   &corev1.ObjectReference{Kind: "Node", Name: "node-1", UID: "node-uid", APIVersion: "v1"},
+		Reason:    "BackOff", Note: "Back-off restarting failed container", Type: "Warning", Action: "Restarting",
 		ReportingController: "kubelet", ReportingInstance: "kubelet-node-1",
 	}, metav1.CreateOptions{})
 	if err != nil {
@@ -116,67 +144,56 @@ func TestExportToVictoriaLogs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	traced := map[string]string{
+		"_msg": "Back-off restarting failed container", "_time": last.Format(time.RFC3339Nano),
+		"severity_text": "Warning", "severity_number": "13", "trace_id": "4bf92f3577b34da6a3ce929d0e0e4736", "span_id": "00f067aa0ba902b7",
+		"k8s.event.type": "Warning", "k8s.event.reason": "BackOff", "k8s.event.action": "Restarting",
+		"k8s.event.count": "3", "k8s.event.start_time": first.Format(time.RFC3339Nano), "k8s.event.series.state": "Ongoing",
+		"k8s.event.reporting_controller": "kubelet", "k8s.event.reporting_instance": "kubelet-node-1",
+		"k8s.object.kind": "Pod", "k8s.object.name": regarding.Name, "k8s.object.uid": string(regarding.UID), "k8s.object.api_version": "v1",
+		"k8s.object.fieldpath": regarding.FieldPath, "k8s.object.resource_version": regarding.ResourceVersion,
+		"k8s.pod.name": regarding.Name, "k8s.pod.uid": string(regarding.UID),
+		"k8s.event.related.kind": "Node", "k8s.event.related.name": "node-1", "k8s.event.related.uid": "node-uid",
+		"k8s.event.related.api_version": "v1",
+	}
+	maps.Copy(traced, chain)
+	cases := []mappingCase{{name: "traced", want: traced}, {name: "legacy", want: map[string]string{
+		"_msg": "Node node-2 status is now: NodeReady", "_time": last.Truncate(time.Second).Format(time.RFC3339Nano),
+		"severity_text": "Normal", "severity_number": "9", "k8s.event.type": "Normal", "k8s.event.reason": "NodeReady", "k8s.event.count": "1",
+		"k8s.event.start_time":           first.Truncate(time.Second).Format(time.RFC3339Nano),
+		"k8s.event.reporting_controller": "kubelet", "k8s.event.reporting_instance": "node-2",
+		"k8s.object.kind": "Node", "k8s.object.name": "node-2", "k8s.object.uid": "node-2-uid", "k8s.object.api_version": "v1",
+		"k8s.node.name": "node-2", "k8s.node.uid": "node-2-uid",
+	}}}
+	for i, e := range []metav1.Object{created, legacy} {
+		maps.Copy(cases[i].want, map[string]string{
+			"log.record.uid": string(e.GetUID()) + "/" + e.GetResourceVersion(), "k8s.event.uid": string(e.GetUID()), "k8s.event.name": e.GetName(),
+			"k8s.event.resource_version": e.GetResourceVersion(), "k8s.namespace.name": namespace, "service.name": "events-apiserver",
+		})
+	}
+	return cases
+}
 
-	var rows []map[string]string
-	if err := waitPoll(ctx, time.Minute, func() bool {
-		rows = receivedRecords(ctx, t, vl, namespace)
-		return len(rows) >= 2
-	}); err != nil {
-		t.Fatalf("VictoriaLogs received %d records, want 2: %v", len(rows), err)
-	}
+// checkMapping checks the records received of cases: each one's fields
+// that cases name.
+func checkMapping(t *testing.T, cases []mappingCase, records []map[string]string) {
+	t.Helper()
 	byName := map[string]map[string]string{}
-	for _, row := range rows {
-		byName[row[export.AttrEventName]] = row
+	for _, r := range records {
+		byName[r[export.AttrEventName]] = r
 	}
-	tests := []struct {
-		name string
-		uid  types.UID
-		rv   string
-		want map[string]string
-	}{{
-		name: "traced", uid: created.UID, rv: created.ResourceVersion,
-		want: map[string]string{
-			"_msg": "Back-off restarting failed container", "_time": last.Format(time.RFC3339Nano),
-			"severity_text": "Warning", "severity_number": "13", "trace_id": "4bf92f3577b34da6a3ce929d0e0e4736", "span_id": "00f067aa0ba902b7",
-			"k8s.event.type": "Warning", "k8s.event.reason": "BackOff", "k8s.event.action": "Restarting",
-			"k8s.event.count": "3", "k8s.event.start_time": first.Format(time.RFC3339Nano), "k8s.event.series.state": "Ongoing",
-			"k8s.event.reporting_controller": "kubelet", "k8s.event.reporting_instance": "kubelet-node-1",
-			"k8s.object.kind": "Pod", "k8s.object.name": "web-0", "k8s.object.uid": "pod-uid", "k8s.object.api_version": "v1",
-			"k8s.object.fieldpath": "spec.containers{app}", "k8s.object.resource_version": "7",
-			"k8s.pod.name": "web-0", "k8s.pod.uid": "pod-uid",
-			"k8s.event.related.kind": "Node", "k8s.event.related.name": "node-1", "k8s.event.related.uid": "node-uid",
-			"k8s.event.related.api_version": "v1",
-		},
-	}, {
-		name: "legacy", uid: legacy.UID, rv: legacy.ResourceVersion,
-		want: map[string]string{
-			"_msg": "Node node-2 status is now: NodeReady", "_time": last.Truncate(time.Second).Format(time.RFC3339Nano),
-			"severity_text": "Normal", "severity_number": "9", "k8s.event.type": "Normal", "k8s.event.reason": "NodeReady", "k8s.event.count": "1",
-			"k8s.event.start_time":           first.Truncate(time.Second).Format(time.RFC3339Nano),
-			"k8s.event.reporting_controller": "kubelet", "k8s.event.reporting_instance": "node-2",
-			"k8s.object.kind": "Node", "k8s.object.name": "node-2", "k8s.object.uid": "node-2-uid", "k8s.object.api_version": "v1",
-			"k8s.node.name": "node-2", "k8s.node.uid": "node-2-uid",
-		},
-	}}
-	for _, tc := range tests {
+	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			row := byName[tc.name]
-			if row == nil {
-				t.Fatalf("no record of %s among %v", tc.name, rows)
-			}
-			want := map[string]string{
-				"log.record.uid": string(tc.uid) + "/" + tc.rv, "k8s.event.uid": string(tc.uid), "k8s.event.name": tc.name,
-				"k8s.event.resource_version": tc.rv, "k8s.namespace.name": namespace, "service.name": "events-apiserver",
-			}
-			for k, v := range tc.want {
-				want[k] = v
+			r := byName[tc.name]
+			if r == nil {
+				t.Fatalf("no record of %s among %v", tc.name, records)
 			}
 			got := map[string]string{}
-			for k := range want {
-				got[k] = row[k]
+			for k := range tc.want {
+				got[k] = r[k]
 			}
-			if diff := cmp.Diff(want, got); diff != "" {
-				t.Errorf("record (-want +got):\n%s\nwhole record: %v", diff, row)
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("record (-want +got):\n%s\nwhole record: %v", diff, r)
 			}
 		})
 	}
@@ -271,14 +288,7 @@ func TestExportFaults(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = second.Kill() })
 	p = second
-	if err := waitPoll(ctx, 2*time.Minute, func() bool {
-		resp, err := etcd.Client.Get(ctx, "/registry"+export.CursorKey)
-		if err != nil || len(resp.Kvs) != 1 {
-			return false
-		}
-		var cursor export.Cursor
-		return json.Unmarshal(resp.Kvs[0].Value, &cursor) == nil && cursor.Revision >= newest
-	}); err != nil {
+	if err := waitPoll(ctx, 2*time.Minute, func() bool { return readCursor(ctx, etcd) >= newest }); err != nil {
 		t.Fatalf("the export's cursor did not pass the last acknowledged create (%d): %v", newest, err)
 	}
 

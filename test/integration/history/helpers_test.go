@@ -398,18 +398,18 @@ func waitPoll(ctx context.Context, within time.Duration, cond func() bool) error
 // events living ttl and an election lease of lease; each is killed (and
 // resumed first, if paused) when the test ends, and its log's tail
 // printed if it failed. It returns their names, the processes and a
-// protobuf client of each.
-func startReplicas(ctx context.Context, t *testing.T, binary string, etcdEndpoints []string, url string, ttl, lease time.Duration) ([]string, []*harness.Server, []kubernetes.Interface) {
+// protobuf client of each. extra is added to each one's flags.
+func startReplicas(ctx context.Context, t *testing.T, binary string, etcdEndpoints []string, url string, ttl, lease time.Duration, extra ...string) ([]string, []*harness.Server, []kubernetes.Interface) {
 	t.Helper()
 	names := []string{"a", "b"}
 	replicas := make([]*harness.Server, len(names))
 	clients := make([]kubernetes.Interface, len(names))
 	for i, name := range names {
-		p, err := harness.StartServer(ctx, binary, filepath.Join(t.TempDir(), name),
-			"--etcd-servers="+strings.Join(etcdEndpoints, ","),
-			"--archive=url", "--archive-url="+url, "--archive-service-flush-interval=1s",
-			"--event-ttl="+ttl.String(),
-			"--leader-elect-identity="+name, "--leader-elect-lease-duration="+lease.String())
+		args := append([]string{"--etcd-servers=" + strings.Join(etcdEndpoints, ","),
+			"--archive=url", "--archive-url=" + url, "--archive-service-flush-interval=1s",
+			"--event-ttl=" + ttl.String(),
+			"--leader-elect-identity=" + name, "--leader-elect-lease-duration=" + lease.String()}, extra...)
+		p, err := harness.StartServer(ctx, binary, filepath.Join(t.TempDir(), name), args...)
 		if err != nil {
 			t.Fatalf("starting replica %s: %v", name, err)
 		}
