@@ -237,6 +237,11 @@ func TestImageRunsNonRootOnReadOnlyRoot(t *testing.T) {
 	})
 }
 
+// releaseVersion stamps the image as a release is stamped: a binary whose
+// version is not a v0.0.0 pre-release (what a tree without tags gets) must
+// start too.
+const releaseVersion = "v0.1.0"
+
 // buildImage runs `make image`'s script into a temporary archive and
 // returns it with the version it must carry (hack/ldflags.sh --env).
 func buildImage(t *testing.T) (string, map[string]string) {
@@ -245,7 +250,9 @@ func buildImage(t *testing.T) (string, map[string]string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	env, err := exec.Command(filepath.Join(root, "hack", "ldflags.sh"), "--env").Output()
+	ldflags := exec.Command(filepath.Join(root, "hack", "ldflags.sh"), "--env")
+	ldflags.Env = append(os.Environ(), "VERSION="+releaseVersion)
+	env, err := ldflags.Output()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -256,7 +263,7 @@ func buildImage(t *testing.T) (string, map[string]string) {
 	}
 	archive := filepath.Join(t.TempDir(), "image.tar")
 	build := exec.Command(filepath.Join(root, "hack", "build-image.sh"), archive)
-	build.Env = append(os.Environ(), "IMAGE=events-apiserver:image-test")
+	build.Env = append(os.Environ(), "IMAGE=events-apiserver:image-test", "VERSION="+releaseVersion)
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("hack/build-image.sh: %v\n%s", err, out)
 	}

@@ -217,6 +217,7 @@ func NewOptions() *Options {
 // It runs once, from init: defaults can only be overridden before the
 // gates are added to a flag set.
 func overrideFeatureGateDefaults() {
+	useKubeEffectiveVersion()
 	for _, gate := range []featuregate.Feature{features.ListFromCacheSnapshot, features.SizeBasedListCostEstimate} {
 		if err := utilfeature.DefaultMutableFeatureGate.OverrideDefault(gate, false); err != nil {
 			panic(err)

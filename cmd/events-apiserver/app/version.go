@@ -20,8 +20,11 @@ import (
 	"fmt"
 	"strings"
 
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	utilversion "k8s.io/apimachinery/pkg/util/version"
 	apimachineryversion "k8s.io/apimachinery/pkg/version"
+	"k8s.io/apiserver/pkg/util/compatibility"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	basecompatibility "k8s.io/component-base/compatibility"
 	baseversion "k8s.io/component-base/version"
 )
@@ -44,6 +47,17 @@ func kubeEffectiveVersion() basecompatibility.MutableEffectiveVersion {
 	binary := utilversion.MustParse(baseversion.DefaultKubeBinaryVersion)
 	floor := binary.WithPatch(0).SubtractMinor(3)
 	return basecompatibility.NewEffectiveVersion(binary, false, floor, floor)
+}
+
+// useKubeEffectiveVersion registers kubeEffectiveVersion as the kube
+// component's in compatibility.DefaultComponentGlobalsRegistry, in place of
+// the one k8s.io/apiserver registers at init from the binary's stamped
+// version: a release's v0.x would set the feature gates' emulation version
+// to 0.x, and overriding a gate's default would then fail at start.
+func useKubeEffectiveVersion() {
+	registry := compatibility.DefaultComponentGlobalsRegistry
+	registry.Reset()
+	utilruntime.Must(registry.Register(basecompatibility.DefaultKubeComponent, kubeEffectiveVersion(), utilfeature.DefaultMutableFeatureGate))
 }
 
 // servedVersion reports, on /version, a version kubectl can parse even for
