@@ -26,7 +26,7 @@ image: ## Build the container image without a container engine into IMAGE_ARCHIV
 	hack/build-image.sh $(IMAGE_ARCHIVE)
 
 .PHONY: release
-release: ## Build a release into _output/release (VERSION=vX.Y.Z required; IMAGE_REPOSITORY): the image, one install manifest and the chart pinned to its digest, the kubectl plugin's archives and krew manifest, release notes from CHANGELOG.md.
+release: ## Build a release into _output/release (VERSION=vX.Y.Z required; IMAGE_REPOSITORY): the image, one install manifest and the chart pinned to its digest, the kubectl plugin's archives and krew manifest, release notes from CHANGELOG.md, SBOMs of the binary and the image, SHA256SUMS; SIGNING_KEY=KEY signs the image, the manifest and the checksums (cosign blob signatures).
 	VERSION=$(VERSION) hack/release.sh
 
 .PHONY: lint
@@ -47,9 +47,9 @@ test-faults: ## Run the fault suite (etcd and server killed, paused, out of spac
 
 # Per store cache: the two runs take ROBUSTNESS_DURATION each, plus the
 # server's build and the validation.
-ROBUSTNESS_DURATION ?= 5m
+ROBUSTNESS_DURATION ?= 10m
 .PHONY: test-robustness
-test-robustness: ## Run the robustness harness (docs/robustness.md): random traffic and etcd faults for ROBUSTNESS_DURATION (5m) per store cache, every list and watch checked against etcd's history; ROBUSTNESS_SEED repeats a run.
+test-robustness: ## Run the robustness harness (docs/robustness.md): random traffic and etcd faults for ROBUSTNESS_DURATION (10m) per store cache, every list and watch checked against etcd's history; ROBUSTNESS_SEED repeats a run.
 	assets="$$(hack/envtest-assets.sh)" && KUBEBUILDER_ASSETS="$$assets" PATH="$$assets:$$PATH" $(GO) test -count=1 -timeout 60m -v ./test/robustness \
 	  -robustness.duration=$(ROBUSTNESS_DURATION) -robustness.store-cache=compact,watch-cache $(if $(ROBUSTNESS_SEED),-robustness.seed=$(ROBUSTNESS_SEED))
 
@@ -65,6 +65,10 @@ fuzz: ## Fuzz request decoding and field selectors, FUZZ_TIME (100000x, about a 
 test-integration: ## Run the integration tests as CI does, the history tests on a victoria-logs service too (builds envtest and VictoriaLogs assets on first use).
 	assets="$$(hack/envtest-assets.sh)" && vlogs="$$(hack/victorialogs-assets.sh)" && \
 	  KUBEBUILDER_ASSETS="$$assets" VICTORIALOGS_ASSETS="$$vlogs" PATH="$$assets:$$PATH" $(GO) test -count=1 -timeout 45m ./test/integration/...
+
+.PHONY: test-compat
+test-compat: ## Run the aggregator's integration tests against the oldest supported kube-apiserver (KUBE_VERSION=v1.36.3, built from its Go module; COMPAT_RUN narrows them). Not in CI: a few minutes once built.
+	KUBE_VERSION=$(or $(KUBE_VERSION),v1.36.3) hack/test-compat.sh
 
 .PHONY: test-e2e
 test-e2e: ## Run the end-to-end suite as root: a one-node cluster from binaries (hack/cluster-assets.sh) in its own network, mount and PID namespaces runs the images and the manifests.

@@ -13,11 +13,21 @@
 #   kubectl-eventtree_<version>_<os>_<arch>.tar.gz, eventtree.yaml
 #                                         the kubectl plugin for each platform and its krew
 #                                         manifest (hack/release-plugin.sh)
+#   events-apiserver-<version>.cdx.json   the SBOM of the binary's module graph (CycloneDX)
+#   events-apiserver-image-<version>.cdx.json
+#                                         the SBOM of the image: its digest, its files, the
+#                                         binary's modules (hack/release-sbom.sh)
 #   SHA256SUMS                            the checksums of the above
+#
+# With SIGNING_KEY (a cosign or PEM private key; COSIGN_PASSWORD for an
+# encrypted one), hack/release-sign.sh signs the image archive, the manifest
+# and SHA256SUMS as cosign sign-blob does: <file>.sig beside each, and
+# cosign.pub, the key's public half (cosign verify-blob --key cosign.pub
+# --signature <file>.sig --insecure-ignore-tlog=true <file>).
 #
 # The same commit and VERSION give the same image, digest and manifest
 # (hack/build-image.sh is reproducible); helm stamps the chart's package with
-# the time it was built.
+# the time it was built; the SBOMs are reproducible too.
 set -o errexit -o nounset -o pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "${ROOT}"
@@ -44,6 +54,14 @@ if ! [[ "${digest}" =~ ^sha256:[0-9a-f]{64}$ ]]; then
   exit 1
 fi
 echo "release: image ${repository}:${VERSION}@${digest}" >&2
+if [[ -n "${SIGNING_KEY:-}" && ! -r "${SIGNING_KEY}" ]]; then
+  echo "release: SIGNING_KEY=${SIGNING_KEY}: cannot read it" >&2
+  exit 2
+fi
+
+# The SBOMs of the binary and of the image.
+hack/release-sbom.sh "${image_archive}" "${repository}" "${VERSION}" \
+  "${out}/events-apiserver-${VERSION}.cdx.json" "${out}/events-apiserver-image-${VERSION}.cdx.json"
 
 # The manifest: overlays/default with the image by digest. kustomize wants
 # the overlay as a relative path.
@@ -103,6 +121,13 @@ if [[ -z "${section//[[:space:]]/}" ]]; then
   echo "release: CHANGELOG.md has neither a section ## ${VERSION} nor ## Unreleased" >&2
   exit 1
 fi
+signed_note=""
+if [[ -n "${SIGNING_KEY:-}" ]]; then
+  signed_note="
+The image archive, \`events-apiserver.yaml\` and \`SHA256SUMS\` are signed (\`<file>.sig\`, cosign blob
+signatures, in no transparency log): \`cosign verify-blob --key cosign.pub --signature SHA256SUMS.sig
+--insecure-ignore-tlog=true SHA256SUMS\`, with the project's published key."
+fi
 cat > "${out}/release-notes.md" <<EOF
 # events-apiserver ${heading}
 ${section}
@@ -121,7 +146,9 @@ kubectl apply -f events-apiserver.yaml
 or with Helm: \`helm install events-apiserver events-apiserver-${VERSION}.tgz -n events-apiserver --create-namespace\`. Without
 cert-manager, \`hack/gen-serving-cert.sh DIR events-apiserver.yaml && kubectl apply -k DIR\`.
 [docs/install.md](https://github.com/kube-events/events-apiserver/blob/${VERSION}/docs/install.md)
-has the rest; \`SHA256SUMS\` holds the files' checksums.
+has the rest; \`SHA256SUMS\` holds the files' checksums. The SBOMs (CycloneDX JSON):
+\`events-apiserver-${VERSION}.cdx.json\`, the binary's modules, and
+\`events-apiserver-image-${VERSION}.cdx.json\`, the image's files and the binary's modules.${signed_note}
 
 The kubectl plugin \`kubectl eventtree\` (an object's ownership tree with its events on a time
 axis): \`kubectl-eventtree_${VERSION}_<os>_<arch>.tar.gz\`, and \`eventtree.yaml\` its krew
@@ -130,6 +157,11 @@ EOF
 
 chmod 0644 "${out}"/*
 (cd "${out}" && sha256sum events-apiserver-image-"${VERSION}".tar events-apiserver.yaml \
-  events-apiserver-"${VERSION}".tgz release-notes.md kubectl-eventtree_"${VERSION}"_*.tar.gz eventtree.yaml > SHA256SUMS)
+  events-apiserver-"${VERSION}".tgz release-notes.md kubectl-eventtree_"${VERSION}"_*.tar.gz eventtree.yaml \
+  events-apiserver-"${VERSION}".cdx.json events-apiserver-image-"${VERSION}".cdx.json > SHA256SUMS)
+if [[ -n "${SIGNING_KEY:-}" ]]; then
+  hack/release-sign.sh "${out}" events-apiserver-image-"${VERSION}".tar events-apiserver.yaml SHA256SUMS
+  chmod 0644 "${out}"/*
+fi
 echo "release: ${VERSION} in ${out}:" >&2
 ls -l "${out}" >&2

@@ -25,3 +25,6 @@ go test -race -count=1 -timeout 20m -tags livestore_debug ./pkg/livestore
 
 echo "test-unit: go test -race ./... in pkg/recorder (a module of its own)"
 go test -C pkg/recorder -race -count=1 -timeout 10m ./...
+
+echo "test-unit: go test -race ./releasetool in hack/tools (the release's SBOM and signatures)"
+go test -C hack/tools -race -count=1 -timeout 5m ./releasetool

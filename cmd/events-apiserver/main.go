@@ -19,6 +19,7 @@ limitations under the License.
 package main
 
 import (
+	"fmt"
 	"os"
 
 	genericapiserver "k8s.io/apiserver/pkg/server"
@@ -29,6 +30,10 @@ import (
 
 func main() {
 	app.SetDefaultGCPercent()
+	if err := app.SetArchiveLibraryFlags(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
 	memory := app.SetMemoryLimit()
 	ctx := genericapiserver.SetupSignalContext()
 	go memory.Follow(ctx)

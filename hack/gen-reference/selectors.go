@@ -32,7 +32,7 @@ import (
 )
 
 // writeSelectors writes, for every served version, the field selectors it
-// accepts, the core/v1 field each one selects, and whether the watch cache
+// accepts, the core/v1 field each one selects, and whether the store's cache
 // serves it from an index.
 func writeSelectors(b *bytes.Buffer) error {
 	indexed := map[string]bool{}
@@ -52,7 +52,7 @@ func writeSelectors(b *bytes.Buffer) error {
 	fmt.Fprintf(b, "reads as empty, so `related.name=` selects the events without a related object.\n")
 	fmt.Fprintf(b, "A version refuses any other label with 400 Bad Request and names the ones it accepts.\n\n")
 	fmt.Fprintf(b, "**Indexed**: a list whose selector requires an exact value (`=`, `==`) of this field reads\n")
-	fmt.Fprintf(b, "one bucket of the watch cache's index instead of every cached event.\n")
+	fmt.Fprintf(b, "one bucket of the store cache's index (either `--store-cache`) instead of every cached event.\n")
 	fmt.Fprintf(b, "**Watch trigger**: a watch event is handed only to the watchers whose selector requires its\n")
 	fmt.Fprintf(b, "value of this field (and to those that do not select on it).\n\n")
 	fmt.Fprintf(b, "**Ancestor terms**: `regarding.ancestor=<Kind>/<name>` and `regarding.ancestor.uid=<uid>`\n")

@@ -50,7 +50,7 @@ type chunk struct {
 	used int
 	// live is how many of those bytes belong to live records.
 	live int
-	// queued is true while the chunk waits in arena.queue for compaction.
+	// queued is true while the chunk waits in arena.queue for relocation.
 	queued bool
 }
 
@@ -58,7 +58,7 @@ type chunk struct {
 // records are appended to, the last one (the tail) taking new records, and
 // chunks of their own for records larger than chunkSize. Freeing a record
 // only marks its bytes dead; a chunk other than the tail whose live bytes
-// fall below half its size is queued for compaction, which the table runs
+// fall below half its size is queued for relocation, which the table runs
 // by moving the chunk's live records to the tail and freeing the chunk. So
 // every chunk but the tail is at least half live, and the arena holds at
 // most twice the live bytes plus one chunk, and the chunks open scans still
@@ -79,14 +79,14 @@ type arena struct {
 	freeChunks []uint32
 	// tail is the chunk new records are appended to, or noChunk.
 	tail uint32
-	// queue holds the chunks to compact.
+	// queue holds the chunks to relocate.
 	queue []uint32
 	// live is the bytes of live records.
 	live int64
 	// mapped is the bytes of all chunks still mapped, retired ones included.
 	mapped atomic.Int64
-	// compactions counts the chunks compacted.
-	compactions int
+	// relocations counts the chunks relocated.
+	relocations int
 	// pins keeps the chunks open scans read mapped.
 	pins *pins
 }
@@ -186,7 +186,7 @@ func (a *arena) alloc(n int) (ci, off uint32, b []byte, err error) {
 }
 
 // retireTail ends appending to the tail, freeing it when nothing in it
-// lives and queuing it for compaction when less than half of it does.
+// lives and queuing it for relocation when less than half of it does.
 func (a *arena) retireTail() {
 	ci := a.tail
 	if ci == noChunk {
@@ -197,13 +197,13 @@ func (a *arena) retireTail() {
 }
 
 // settle frees chunk ci, not the tail, when nothing in it lives, and
-// queues it for compaction when less than half of it does.
+// queues it for relocation when less than half of it does.
 func (a *arena) settle(ci uint32) {
 	c := &a.chunks[ci]
 	switch {
 	case c.live == 0:
 		a.freeChunk(ci)
-	case a.compactable(ci) && !c.queued:
+	case a.relocatable(ci) && !c.queued:
 		c.queued = true
 		a.queue = append(a.queue, ci)
 	}
@@ -225,9 +225,9 @@ func (a *arena) release(ci uint32, n int) {
 	a.settle(ci)
 }
 
-// compactable is whether chunk ci is a chunk of the chunk size, not the
+// relocatable is whether chunk ci is a chunk of the chunk size, not the
 // tail, and less than half live.
-func (a *arena) compactable(ci uint32) bool {
+func (a *arena) relocatable(ci uint32) bool {
 	if int(ci) >= len(a.chunks) || ci == a.tail {
 		return false
 	}
@@ -235,7 +235,7 @@ func (a *arena) compactable(ci uint32) bool {
 	return len(c.buf) == a.chunkSize && c.live*2 < len(c.buf)
 }
 
-// popQueue returns the next chunk to compact, if any still is.
+// popQueue returns the next chunk to relocate, if any still is.
 func (a *arena) popQueue() (uint32, bool) {
 	for len(a.queue) > 0 {
 		ci := a.queue[len(a.queue)-1]
@@ -243,7 +243,7 @@ func (a *arena) popQueue() (uint32, bool) {
 		if int(ci) < len(a.chunks) {
 			a.chunks[ci].queued = false
 		}
-		if a.compactable(ci) {
+		if a.relocatable(ci) {
 			return ci, true
 		}
 	}

@@ -62,6 +62,12 @@ var (
 		Help:           "Watches the compact live store serves, by resource.",
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"resource"})
+	scansGauge = metrics.NewGauge(&metrics.GaugeOpts{
+		Namespace: "events_apiserver", Subsystem: "live_store", Name: "scans",
+		Help: "Scans of the compact live store's tables in progress: lists and watches' initial states reading them outside the store's lock; " +
+			"each keeps the memory it reads mapped until it ends, and a list whose client went away ends its scan within 256 entries.",
+		StabilityLevel: metrics.ALPHA,
+	})
 	slowWatchersTotal = metrics.NewCounterVec(&metrics.CounterOpts{
 		Namespace: "events_apiserver", Subsystem: "live_store", Name: "slow_watchers_total",
 		Help:           "Watches ended because their client did not keep up with the changes (a full buffer, past the dispatch budget), by resource; clients resume from the last revision they got.",
@@ -75,7 +81,7 @@ var (
 // which the server's /metrics serves. Safe to call more than once.
 func registerMetrics() {
 	registerOnce.Do(func() {
-		legacyregistry.MustRegister(objectsGauge, mappedBytesGauge, loadingBytesGauge, droppedTablesTotal, relistsTotal, rewatchesTotal, watchersGauge, slowWatchersTotal)
+		legacyregistry.MustRegister(objectsGauge, mappedBytesGauge, loadingBytesGauge, droppedTablesTotal, relistsTotal, rewatchesTotal, watchersGauge, scansGauge, slowWatchersTotal)
 		mappedBytesGauge.Set(float64(MappedBytes()))
 	})
 }

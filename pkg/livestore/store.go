@@ -846,12 +846,34 @@ func (s *Store) GetList(ctx context.Context, key string, opts storage.ListOption
 		if listRV, err = s.config.Storage.GetCurrentResourceVersion(ctx); err != nil {
 			return etcdReadError(err)
 		}
+	} else if err := s.reachable(ctx, listRV); err != nil {
+		return err
 	}
 	err = s.list(ctx, key, opts, listRV, route.ConsistentRead, listObj)
 	if errors.Is(err, errNotServing) || route.ConsistentRead && storage.IsTooLargeResourceVersion(err) {
 		return s.config.Storage.GetList(ctx, key, opts, listObj)
 	}
 	return err
+}
+
+// reachable refuses a read at a revision etcd has not reached at once,
+// as kube-apiserver's etcd storage answers such a list of events (504,
+// no Retry-After), rather than holding it freshTimeout for writes that
+// may never come and having client-go send it again after a second. A
+// revision the store has reached costs nothing; one only the store lags
+// behind costs a read of etcd's revision, and then waits for the store.
+func (s *Store) reachable(ctx context.Context, rv uint64) error {
+	s.mu.RLock()
+	reached := rv <= s.rv
+	s.mu.RUnlock()
+	if reached {
+		return nil
+	}
+	current, err := s.config.Storage.GetCurrentResourceVersion(ctx)
+	if err != nil || rv <= current {
+		return nil // etcd away: the wait decides
+	}
+	return storage.NewTooLargeResourceVersionError(rv, current, 0)
 }
 
 // etcdReadError is what a read answers when it could not read etcd's

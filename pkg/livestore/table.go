@@ -80,7 +80,7 @@ type TableStats struct {
 // Each entry is a record appended to the arena: its key, the hashes of its
 // index values (so that its postings can be removed without the caller)
 // and its value, after a header of the lengths and the entry's id. An id
-// is a compact uint32 numbering a pointer-free slot; a copy-on-write
+// is a small uint32 numbering a pointer-free slot; a copy-on-write
 // B-tree of slots, compared by the keys of their records, orders the
 // entries, and postings map the hash of each (index, value) pair to ids.
 // Records are immutable: replacing or deleting an entry leaves its old
@@ -383,7 +383,7 @@ func (t *Table) put(key string, rv uint64, value []byte, indexValues [][]string)
 		}
 		t.entries++
 	}
-	t.compact()
+	t.relocate()
 	return cur, old, replaced, nil
 }
 
@@ -413,16 +413,16 @@ func (t *Table) remove(key string) (slot, bool) {
 	t.slots[r.id] = slot{chunk: noChunk}
 	t.freeIDs = append(t.freeIDs, r.id)
 	t.entries--
-	t.compact()
+	t.relocate()
 	return s, true
 }
 
-// compact moves the live records of the chunks queued for compaction to
+// relocate moves the live records of the chunks queued for relocation to
 // the tail, and frees the chunks. A chunk is queued when it falls below
 // half live, so the bytes moved are at most the bytes that died in it: the
 // work is amortized over the mutations that freed them. A chunk whose
 // records cannot be moved (no memory to map) stays as it is.
-func (t *Table) compact() {
+func (t *Table) relocate() {
 	a := t.arena
 	for {
 		ci, ok := a.popQueue()
@@ -448,7 +448,7 @@ func (t *Table) compact() {
 			off += r.size
 		}
 		a.freeChunk(ci)
-		a.compactions++
+		a.relocations++
 	}
 }
 
@@ -506,6 +506,7 @@ func (t *Table) snapshotTree() *btree.BTreeG[slot] {
 
 // Scan returns the entries whose key has prefix.
 func (t *Table) Scan(prefix string) *Scan {
+	scansGauge.Inc()
 	return &Scan{t: t, epoch: t.arena.pins.pin(), open: true, prefix: prefix, tree: t.snapshotTree()}
 }
 
@@ -519,6 +520,7 @@ func (t *Table) ScanIndex(index, value, prefix string) (scan *Scan, ok bool) {
 		return nil, false
 	}
 	h := t.hash(i, value)
+	scansGauge.Inc()
 	s := &Scan{t: t, epoch: t.arena.pins.pin(), open: true, prefix: prefix}
 	if l := t.postings.list(h); l != nil && l.bits != nil {
 		// The value is common: walk the prefix in key order, keeping the
@@ -539,6 +541,7 @@ func (s *Scan) Release() {
 	if s.open {
 		s.open = false
 		s.t.arena.pins.unpin(s.epoch)
+		scansGauge.Dec()
 	}
 }
 

@@ -29,6 +29,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"k8s.io/component-base/metrics/testutil"
 )
 
 // kv is an entry as a test sees it.
@@ -432,13 +433,13 @@ func TestTableCloseReturnsMemory(t *testing.T) {
 }
 
 // checkInvariants verifies the table's structures against each other:
-// every entry's record, the arena's accounting and compaction bound, the
+// every entry's record, the arena's accounting and relocation bound, the
 // postings.
 func checkInvariants(t testing.TB, tab *Table) {
 	t.Helper()
 	a := tab.arena
 	if len(a.queue) != 0 {
-		t.Errorf("compaction queue holds %v after a mutation", a.queue)
+		t.Errorf("relocation queue holds %v after a mutation", a.queue)
 	}
 	liveOf := make(map[uint32]int)
 	var mapped int64
@@ -709,8 +710,8 @@ func runModel(t *testing.T, src source, cfg modelConfig) int {
 	if cfg.values == 1 && bitmaps == 0 {
 		t.Errorf("no posting was a bitmap")
 	}
-	t.Logf("%d entries, %d chunks compacted, %+v", len(m), tab.arena.compactions, tab.Stats())
-	return tab.arena.compactions
+	t.Logf("%d entries, %d chunks relocated, %+v", len(m), tab.arena.relocations, tab.Stats())
+	return tab.arena.relocations
 }
 
 // checkModel compares every entry of the table, byte for byte, and every
@@ -746,7 +747,7 @@ func TestTableModel(t *testing.T) {
 			seed := time.Now().UnixNano()
 			t.Logf("seed %d", seed)
 			if n := runModel(t, randSource{rand.New(rand.NewSource(seed))}, tc.cfg); n == 0 {
-				t.Errorf("no chunk was compacted")
+				t.Errorf("no chunk was relocated")
 			}
 		})
 	}
@@ -794,10 +795,10 @@ func TestTableChurnMemory(t *testing.T) {
 		peak = max(peak, st.ArenaBytes)
 	}
 	checkInvariants(t, tab)
-	if tab.arena.compactions == 0 {
-		t.Errorf("no chunk was compacted")
+	if tab.arena.relocations == 0 {
+		t.Errorf("no chunk was relocated")
 	}
-	t.Logf("%d chunks compacted; %+v; peak arena %d bytes, arena/live at most %.2f after the first %d operations", tab.arena.compactions, tab.Stats(), peak, maxRatio, liveKeys)
+	t.Logf("%d chunks relocated; %+v; peak arena %d bytes, arena/live at most %.2f after the first %d operations", tab.arena.relocations, tab.Stats(), peak, maxRatio, liveKeys)
 }
 
 // benchEntry is a realistic event: key, encoded object, index values.
@@ -889,5 +890,35 @@ func TestPutOfAnUnmappableChunkIsAnError(t *testing.T) {
 	}
 	if _, _, ok := tab.Get("/k/a"); ok {
 		t.Error("the failed Put's entry is in the table")
+	}
+}
+
+// TestScansGauge: the scans metric counts the scans taken and not yet
+// released, whichever way they were taken, and a second Release counts
+// nothing.
+func TestScansGauge(t *testing.T) {
+	registerMetrics() // an unregistered metric of component-base counts nothing
+	tab := fill(t, []string{"/a/1", "/a/2"}, noIndex)
+	value := func() float64 {
+		v, err := testutil.GetGaugeMetricValue(scansGauge)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	before := value()
+	all := tab.Scan("/a/")
+	one := tab.Scan("/a/1")
+	if got := value() - before; got != 2 {
+		t.Errorf("with two scans open the gauge rose by %v, want 2", got)
+	}
+	all.Release()
+	all.Release()
+	if got := value() - before; got != 1 {
+		t.Errorf("with one scan released (twice) the gauge is %v over its start, want 1", got)
+	}
+	one.Release()
+	if got := value() - before; got != 0 {
+		t.Errorf("with every scan released the gauge is %v over its start, want 0", got)
 	}
 }

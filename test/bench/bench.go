@@ -37,6 +37,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/kube-events/events-apiserver/test/harness"
 )
 
 // Config sizes a run.
@@ -98,6 +100,16 @@ type Config struct {
 	// DeliveryTimeout is how long, after the creates, events may take to
 	// reach their watchers before they count as missing.
 	DeliveryTimeout time.Duration
+	// StallLists, when above zero, is how many lists of every event run
+	// one after the other on our server once it holds LargeEvents, while
+	// StallWatchers selective watchers are measured under creates paced
+	// at StallRate per second; then CancelSamples lists of every event are
+	// canceled by their client once the server scans, and the time until
+	// the scan ends is measured. kube-apiserver is not measured there.
+	StallLists    int
+	StallWatchers int
+	StallRate     float64
+	CancelSamples int
 	// ProfileDir, when set, receives events-apiserver's heap profiles at
 	// Events (heap.pprof), at LargeEvents (heap-large.pprof) and with each
 	// watcher phase's watchers open, and
@@ -127,6 +139,10 @@ func Full() Config {
 		WatchWarmup:       15 * time.Second,
 		WatchDuration:     15 * time.Second,
 		DeliveryTimeout:   60 * time.Second,
+		StallLists:        10,
+		StallWatchers:     100,
+		StallRate:         100,
+		CancelSamples:     100,
 	}
 }
 
@@ -146,6 +162,8 @@ type Result struct {
 	Fill      createResult         // the creates that filled the store to Events
 	// Large is the reading at LargeEvents; nil when not run.
 	Large *largeResult
+	// Stall is the lists of every event at LargeEvents; nil when not run.
+	Stall *stallResult
 }
 
 // largeResult is the reading with LargeEvents in the store.
@@ -322,14 +340,14 @@ func measure(ctx context.Context, cfg Config, t *target) (*Result, error) {
 		}
 		var baseline *watchResult
 		if watchers > 0 {
-			b, err := selectiveWatchers(ctx, cfg, t, g, 0, profileDir, fmt.Sprintf("baseline-%d", watchers))
+			b, err := selectiveWatchers(ctx, cfg, t, g, 0, profileDir, fmt.Sprintf("baseline-%d", watchers), nil)
 			if err != nil {
 				return r, fmt.Errorf("baseline of %d watchers: %w", watchers, err)
 			}
 			baseline = &b
 			cfg.logf("%s: baseline of %d watchers: %s", t.name, watchers, b.summary())
 		}
-		res, err := selectiveWatchers(ctx, cfg, t, g, watchers, profileDir, fmt.Sprintf("watchers-%d", watchers))
+		res, err := selectiveWatchers(ctx, cfg, t, g, watchers, profileDir, fmt.Sprintf("watchers-%d", watchers), nil)
 		if err != nil {
 			return r, err
 		}
@@ -345,6 +363,15 @@ func measure(ctx context.Context, cfg Config, t *target) (*Result, error) {
 	if fill := cfg.LargeEvents - r.Events; fill > 0 {
 		if r.Large, err = fillLarge(ctx, cfg, t, g, r.Events, fill, profileDir); err != nil {
 			return r, fmt.Errorf("at %d events: %w", cfg.LargeEvents, err)
+		}
+	}
+	if t.name == "events-apiserver" && cfg.StallLists > 0 {
+		events := r.Events
+		if r.Large != nil {
+			events = r.Large.Events
+		}
+		if r.Stall, err = listStall(ctx, cfg, t, g, events); err != nil {
+			return r, fmt.Errorf("lists of every event: %w", err)
 		}
 	}
 	return r, nil
@@ -490,6 +517,14 @@ func WriteTable(w io.Writer, cfg Config, results []*Result) error {
 			bytes(perEvent(0, large.EtcdBytes, large.Events)), higher(perEvent(0, large.EtcdBytes, large.Events), perEvent(0, a.EtcdBytes, a.Events)))
 		cpuRow(fmt.Sprintf("fill to %d events", large.Events), a.Fill, large.Fill)
 		gcRow(fmt.Sprintf("fill to %d events", large.Events), a.Fill, large.Fill)
+	}
+	if s := ours.Stall; s != nil {
+		row(fmt.Sprintf("%d lists of every event (%d), JSON, one after the other: each", len(s.listTimes), s.events), "not run",
+			fmt.Sprintf("p50 %s max %s, %.1f MiB", ms(harness.Quantile(s.listTimes, 0.5)), ms(harness.Quantile(s.listTimes, 1)), float64(s.listBytes)/(1<<20)), "-")
+		w := s.watch
+		row(fmt.Sprintf("%d selective watchers during them, %.0f creates/s", w.watchers, w.creates.perSecond()), "not run",
+			fmt.Sprintf("%d of %d, p50 %s p99 %s, %d cut off; creates p99 %s", w.received, w.expected, ms(w.p50), ms(w.p99), w.cutOff+w.openFailed, ms(w.createP99)), "-")
+		row(fmt.Sprintf("a list of every event (%d) canceled by its client", s.events), "not run", s.cancelSummary(), "-")
 	}
 	return tw.Flush()
 }

@@ -18,6 +18,7 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"path/filepath"
@@ -149,6 +150,9 @@ func (r createResult) perSecond() float64 {
 	}
 	return float64(r.created) / r.elapsed.Seconds()
 }
+
+// untilCanceled is a writeLoad duration that only its context ends.
+const untilCanceled = 100 * 365 * 24 * time.Hour
 
 // writeLoad runs writers goroutines calling write (a create, or a delete)
 // until count writes were sent (count > 0) or until the duration ends.
@@ -314,7 +318,11 @@ const watchersPerConnection = 100
 // With profileDir set, the server's CPU profile of the first 10 s of the
 // load (cpu-<profileName>.pprof, with the generator's) and its heap with
 // the watchers open (heap-<profileName>.pprof) are written there.
-func selectiveWatchers(ctx context.Context, cfg Config, t *target, g *generator, watchers int, profileDir, profileName string) (watchResult, error) {
+//
+// With alongside set, it runs beside the measured load, which goes on
+// until alongside has returned as well as for cfg.WatchDuration: what the
+// watchers are measured under (lists of every event, say).
+func selectiveWatchers(ctx context.Context, cfg Config, t *target, g *generator, watchers int, profileDir, profileName string, alongside func(context.Context) error) (watchResult, error) {
 	phase := fmt.Sprintf("watch%d", watchers)
 	res := watchResult{watchers: watchers}
 	if err := settle(ctx, cfg, t, fmt.Sprintf("the phase of %d watchers", watchers)); err != nil {
@@ -463,13 +471,35 @@ func selectiveWatchers(ctx context.Context, cfg Config, t *target, g *generator,
 		}
 	}
 	profiled := profileCPU(ctx, t, profileDir, "cpu-"+profileName, true)
+	var alongsideErr error
 	res.creates, err = measured(ctx, t, func() createResult {
-		return writeLoad(ctx, cfg.Writers, 0, cfg.WatchDuration, creates(true))
+		if alongside == nil {
+			return writeLoad(ctx, cfg.Writers, 0, cfg.WatchDuration, creates(true))
+		}
+		loadCtx, stopLoad := context.WithCancel(ctx)
+		defer stopLoad()
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			alongsideErr = alongside(ctx)
+			// The load's minimum duration is then waited for by the timer.
+			select {
+			case <-time.After(cfg.WatchDuration):
+			case <-ctx.Done():
+			}
+			stopLoad()
+		}()
+		// The writers stop starting creates when loadCtx ends; a create in
+		// flight then finishes under ctx, not canceled half-way.
+		create := creates(true)
+		r := writeLoad(loadCtx, cfg.Writers, 0, untilCanceled, func(context.Context) error { return create(ctx) })
+		<-done
+		return r
 	})
 	if perr := profiled(); perr != nil {
 		return res, perr
 	}
-	if err != nil {
+	if err = errors.Join(err, alongsideErr); err != nil {
 		return res, err
 	}
 	if watchers > 0 {

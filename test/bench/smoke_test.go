@@ -57,6 +57,10 @@ func TestSmoke(t *testing.T) {
 		WatchWarmup:       time.Second,
 		WatchDuration:     2 * time.Second,
 		DeliveryTimeout:   30 * time.Second,
+		StallLists:        2,
+		StallWatchers:     10,
+		StallRate:         50,
+		CancelSamples:     3,
 		Log:               testWriter{t},
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -111,7 +115,12 @@ func TestSmoke(t *testing.T) {
 	if ours == nil || ours.expected == 0 || ours.received != ours.expected || ours.cutOff+ours.openFailed != 0 {
 		t.Errorf("events-apiserver, 20 watchers: %+v, want every expected event delivered and none cut off", ours)
 	}
-	for _, want := range []string{"creates/s, events.k8s.io/v1 JSON", "list related.name=node-17", "RSS after 300 events", "RSS per event, idle to 600 events", "live heap per event, idle to 600 events", "etcd database in use per event, at 600 events", "collector's share of the server's CPU, fill to 600 events", "20 selective watchers", "20 watchers: creates/s with them of without them just before", "20 watchers: create latency with them (without them just before)"} {
+	if s := results[1].Stall; s == nil || len(s.listTimes) != cfg.StallLists || s.listBytes == 0 || s.noScansMetric ||
+		len(s.cancelStops)+s.cancelUnseen != cfg.CancelSamples || s.watch.expected == 0 || s.watch.received != s.watch.expected || s.watch.cutOff+s.watch.openFailed != 0 {
+		t.Errorf("events-apiserver, lists of every event: %+v, want %d lists read, the scans gauge served, %d canceled lists, every event delivered to the watchers and none cut off",
+			s, cfg.StallLists, cfg.CancelSamples)
+	}
+	for _, want := range []string{"lists of every event (600), JSON", "10 selective watchers during them", "a list of every event (600) canceled by its client", "creates/s, events.k8s.io/v1 JSON", "list related.name=node-17", "RSS after 300 events", "RSS per event, idle to 600 events", "live heap per event, idle to 600 events", "etcd database in use per event, at 600 events", "collector's share of the server's CPU, fill to 600 events", "20 selective watchers", "20 watchers: creates/s with them of without them just before", "20 watchers: create latency with them (without them just before)"} {
 		if !strings.Contains(table.String(), want) {
 			t.Errorf("table has no row %q", want)
 		}

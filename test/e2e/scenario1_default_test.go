@@ -414,6 +414,8 @@ func TestDefaultOverlay(t *testing.T) {
 	mustKubectl(t, ctx, "-n", workloadNamespace, "delete", "pod", "crashloop", "--wait=true", "--timeout=2m")
 
 	schedulerSeries(t, ctx)
+
+	t.Run("Events conformance", eventsConformance("mirror"))
 }
 
 // schedulerSeries: the scheduler records with client-go's events.k8s.io

@@ -197,4 +197,6 @@ spec:
 	if resp.Count != 0 {
 		t.Errorf("the main etcd holds %d event keys of %s; want none (offloaded)", resp.Count, ns)
 	}
+
+	t.Run("Events conformance", eventsConformance("offload"))
 }

@@ -205,6 +205,7 @@ func TestTakeover(t *testing.T) {
 	}
 	mustKubectl(t, ctx, "wait", "--for=condition=Available", "apiservice/v1.events.k8s.io", "--timeout=3m")
 
+	t.Run("Events conformance", eventsConformance("takeover"))
 	t.Run("the scheduler's FailedScheduling series", schedulerThroughTakeover)
 	t.Run("a crash-looping tools/events recorder in a pod", recorderStormThroughTakeover)
 

@@ -18,12 +18,14 @@ limitations under the License.
 // tests/robustness: it runs the events-apiserver binary on an etcd of the
 // envtest assets, drives random concurrent traffic through unmodified
 // client-go (writes, paged lists at every resourceVersion semantics, gets,
-// watches with and without initial events, selectors and resumption)
-// while faults strike etcd (SIGSTOP, SIGKILL, compaction) and a watcher
-// stops reading, records every answer and etcd's own revision history
-// (a watch of the events prefix with PrevKV), and then checks every list,
-// get and watch against that history (package validate). It is seeded:
-// the seed is printed, and -robustness.seed repeats a run's choices.
+// watches with and without initial events, selectors and resumption,
+// and pages of history) while faults strike etcd (SIGSTOP, SIGKILL,
+// compaction, NOSPACE), the server's connections to etcd are cut and a
+// watcher stops reading, records every answer and etcd's own revision
+// history (a watch of the events prefix with PrevKV), and then checks
+// every list, get, watch and history page against that history (package
+// validate). It is seeded: the seed is printed, and -robustness.seed
+// repeats a run's choices.
 //
 //	KUBEBUILDER_ASSETS="$(hack/envtest-assets.sh)" go test -count=1 -v ./test/robustness \
 //	  -robustness.duration=5m -robustness.store-cache=compact,watch-cache

@@ -46,6 +46,8 @@ type record struct {
 	lists   []validate.List
 	gets    []validate.Get
 	watches []validate.Watch
+	// histories are the lists with history.since.
+	histories []validate.HistoryList
 	// ops counts requests by kind; outcomes by kind and answer (ok, an
 	// HTTP code, "connection").
 	ops      map[string]int
@@ -195,6 +197,12 @@ func (r *record) addGet(g validate.Get) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.gets = append(r.gets, g)
+}
+
+func (r *record) addHistory(l validate.HistoryList) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.histories = append(r.histories, l)
 }
 
 func (r *record) addWatch(w validate.Watch) {

@@ -112,9 +112,20 @@ func (r *recorder) catchUp(ctx context.Context, timeout time.Duration) (*validat
 	if err != nil {
 		return nil, fmt.Errorf("reading etcd's revision: %w", err)
 	}
-	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+	if err := r.reach(ctx, target.Header.Revision, timeout); err != nil {
+		return nil, err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.history, nil
+}
+
+// reach waits, at most timeout, until the recorder has every revision up
+// to rev.
+func (r *recorder) reach(ctx context.Context, rev int64, timeout time.Duration) error {
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
 		head, err := r.Head()
-		if err != nil || head >= target.Header.Revision {
+		if err != nil || head >= rev {
 			return true, err
 		}
 		// Revisions of other keys (the server's election) reach the
@@ -123,11 +134,9 @@ func (r *recorder) catchUp(ctx context.Context, timeout time.Duration) (*validat
 		return false, r.client.RequestProgress(ctx)
 	})
 	if err != nil {
-		return nil, fmt.Errorf("recording etcd's history up to %d: %w", target.Header.Revision, err)
+		return fmt.Errorf("recording etcd's history up to %d: %w", rev, err)
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.history, nil
+	return nil
 }
 
 // change is the validate.Change of an etcd event under eventsPrefix.
@@ -152,9 +161,27 @@ func change(ev *clientv3.Event) (validate.Change, error) {
 		Reason:        e.Reason,
 		Type:          e.Type,
 		Labels:        e.Labels,
+		UID:           string(e.UID),
+		Observed:      lastObserved(e),
 	}
 	if got := c.Object.Key(); got != key {
 		return c, fmt.Errorf("%s at %d holds %s", ev.Kv.Key, ev.Kv.ModRevision, got)
 	}
 	return c, nil
+}
+
+// lastObserved is when the last occurrence e stands for was observed, as
+// the server orders history pages: series.lastObservedTime, else
+// lastTimestamp, else eventTime, else creationTimestamp.
+func lastObserved(e *corev1.Event) time.Time {
+	switch {
+	case e.Series != nil && !e.Series.LastObservedTime.IsZero():
+		return e.Series.LastObservedTime.Time
+	case !e.LastTimestamp.IsZero():
+		return e.LastTimestamp.Time
+	case !e.EventTime.IsZero():
+		return e.EventTime.Time
+	default:
+		return e.CreationTimestamp.Time
+	}
 }

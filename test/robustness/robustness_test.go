@@ -29,6 +29,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kube-events/events-apiserver/test/harness"
+	"github.com/kube-events/events-apiserver/test/integration/framework"
 	"github.com/kube-events/events-apiserver/test/robustness/validate"
 )
 
@@ -63,18 +64,28 @@ func TestRobustness(t *testing.T) {
 
 func runOnce(t *testing.T, s uint64, cache string) {
 	dir := t.TempDir()
-	etcd, err := harness.StartEtcd(etcdBinary, filepath.Join(dir, "etcd"), 1)
+	etcd, err := harness.StartEtcd(etcdBinary, filepath.Join(dir, "etcd"), 1, fmt.Sprintf("--quota-backend-bytes=%d", noSpaceQuota))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = etcd.Stop() })
+	// The server reaches etcd through a link the faults cut; the recorder
+	// and the faults reach it directly.
+	link, err := framework.StartLink(strings.TrimPrefix(etcd.Endpoints[0], "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = link.Close() })
 
 	recordCtx, stopRecorder := context.WithCancel(context.Background())
 	defer stopRecorder()
 	rec := startRecorder(recordCtx, etcd.Client)
 
+	// The embedded archive answers history pages; etcd's space is the
+	// faults' to take and give back, as an operator's.
 	server, err := harness.StartServer(t.Context(), serverBinary, filepath.Join(dir, "server"),
-		"--etcd-servers="+strings.Join(etcd.Endpoints, ","), "--store-cache="+cache, "-v=1")
+		"--etcd-servers=http://"+link.Addr(), "--store-cache="+cache,
+		"--archive=embedded", "--archive-dir="+filepath.Join(dir, "archive"), "--etcd-maintenance-interval=0", "-v=1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,8 +101,12 @@ func runOnce(t *testing.T, s uint64, cache string) {
 	}
 
 	log := newRecord()
-	tr := &traffic{seed: s, rec: log, client: client}
-	f := &faults{seed: s, rec: log, etcd: etcd, recorder: rec, config: server.RestConfig}
+	tr := &traffic{seed: s, rec: log, client: client, etcd: etcd.Client, start: time.Now()}
+	f := &faults{seed: s, rec: log, etcd: etcd, recorder: rec, server: server, link: link, relists: relistsMetric(cache)}
+	metricsBefore, err := server.Metrics(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
 
 	ctx, stop := context.WithTimeout(t.Context(), *duration)
 	defer stop()
@@ -117,9 +132,34 @@ func runOnce(t *testing.T, s uint64, cache string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	checked, violations := validate.Validate(history, log.lists, log.gets, log.watches)
+	checked, violations := validate.Validate(history, log.lists, log.gets, log.watches, log.histories)
 	violations = append(log.violations, violations...)
-	report(t, s, cache, ran, history, log, checked, violations)
+	feed := "unknown"
+	if metricsAfter, err := server.Metrics(t.Context()); err == nil {
+		feed = feedReport(metricsBefore, metricsAfter, cache)
+	}
+	report(t, s, cache, ran, history, log, checked, feed, violations)
+}
+
+// relistsMetric counts the relists of the events' store of a store cache:
+// the compact live store's own, or the watch cache's initializations.
+func relistsMetric(cache string) string {
+	if cache == "compact" {
+		return "events_apiserver_live_store_relists_total"
+	}
+	return "apiserver_watch_cache_initializations_total"
+}
+
+// feedReport is how often the events' store listed etcd again, and (the
+// compact store) watched it again, during the run.
+func feedReport(before, after harness.Metrics, cache string) string {
+	events := map[string]string{"resource": "events"}
+	delta := func(name string) float64 { return after.Value(name, events) - before.Value(name, events) }
+	out := fmt.Sprintf("%v relists", delta(relistsMetric(cache)))
+	if cache == "compact" {
+		out += fmt.Sprintf(", %v watches again", delta("events_apiserver_live_store_rewatches_total"))
+	}
+	return out
 }
 
 // watchServer records the server's exit during the run as a violation
@@ -152,7 +192,7 @@ func watchServer(ctx context.Context, t *testing.T, server *harness.Server, log 
 
 // report prints what ran and what was checked, and fails the test with
 // every violation (the first maxReported in full).
-func report(t *testing.T, s uint64, cache string, ran time.Duration, h *validate.History, log *record, c validate.Checked, violations []validate.Violation) {
+func report(t *testing.T, s uint64, cache string, ran time.Duration, h *validate.History, log *record, c validate.Checked, feed string, violations []validate.Violation) {
 	byKind := map[string]int{}
 	for _, v := range violations {
 		byKind[v.Kind]++
@@ -166,9 +206,10 @@ func report(t *testing.T, s uint64, cache string, ran time.Duration, h *validate
 		fmt.Fprintf(&b, "  slowest requests:\n    %s\n", slow)
 	}
 	fmt.Fprintf(&b, "  faults: %s\n", counts(log.faults))
+	fmt.Fprintf(&b, "  the store's feed: %s\n", feed)
 	fmt.Fprintf(&b, "  etcd history: %d changes up to revision %d\n", h.Changes(), h.Head())
-	fmt.Fprintf(&b, "  validated: %d lists (%d pages, %d items), %d gets, %d watches (%d events, %d bookmarks)\n",
-		c.Lists, c.Pages, c.Items, c.Gets, c.Watches, c.WatchEvents, c.Bookmarks)
+	fmt.Fprintf(&b, "  validated: %d lists (%d pages, %d items), %d gets, %d watches (%d events, %d bookmarks), %d history lists (%d pages, %d items)\n",
+		c.Lists, c.Pages, c.Items, c.Gets, c.Watches, c.WatchEvents, c.Bookmarks, c.HistoryLists, c.HistoryPages, c.HistoryItems)
 	fmt.Fprintf(&b, "  violations: %d (%s)\n", len(violations), counts(byKind))
 	fmt.Print(b.String())
 	sort.Strings(log.timeline)

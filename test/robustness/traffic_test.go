@@ -23,6 +23,7 @@ import (
 	"strconv"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -65,6 +66,10 @@ type traffic struct {
 	seed   uint64
 	rec    *record
 	client kubernetes.Interface
+	// etcd is read for its revision after each page of history.
+	etcd *clientv3.Client
+	// start is when the run started: the widest history window's.
+	start time.Time
 }
 
 // rng is a client's random source, from the run's seed and the client.
@@ -138,8 +143,10 @@ func (tr *traffic) request(ctx context.Context, r *rand.Rand, id, n int) {
 		tr.delete(ctx, r, op)
 	case x < 56:
 		tr.deleteCollection(ctx, r, op)
-	case x < 85:
+	case x < 81:
 		tr.list(ctx, r, op)
+	case x < 85:
+		tr.history(ctx, r, op)
 	default:
 		tr.get(ctx, r, op)
 	}
@@ -338,6 +345,59 @@ func (tr *traffic) list(ctx context.Context, r *rand.Rand, op string) {
 		opts = metav1.ListOptions{FieldSelector: sel.Field, LabelSelector: sel.Label, Limit: limit, Continue: cont}
 	}
 	tr.rec.addList(l)
+}
+
+// historyPages bounds the pages a history list reads before it is
+// abandoned: the archive holds every event of the run, and the check is
+// per page.
+const historyPages = 5
+
+// history pages through a list with history.since: from before the run
+// or from a few seconds to a minute back, with a random selection.
+func (tr *traffic) history(ctx context.Context, r *rand.Rand, op string) {
+	core := r.IntN(2) == 0
+	sel := randomSelector(r, core)
+	since := tr.start.Add(-time.Minute)
+	if r.IntN(2) == 0 {
+		since = time.Now().Add(-time.Duration(5+r.IntN(55)) * time.Second)
+	}
+	since = since.Truncate(time.Second) // RFC 3339 as sent: seconds
+	field := "history.since=" + since.UTC().Format(time.RFC3339)
+	if sel.Field != "" {
+		field = sel.Field + "," + field
+	}
+	limit := []int64{3, 10, 50, 500}[r.IntN(4)]
+	l := validate.HistoryList{
+		Op:    fmt.Sprintf("%s history core=%v ns=%q field=%q label=%q limit=%d", op, core, sel.Namespace, field, sel.Label, limit),
+		Sel:   sel,
+		Since: since,
+	}
+	opts := metav1.ListOptions{FieldSelector: field, LabelSelector: sel.Label, Limit: limit}
+	for range 1 + r.IntN(historyPages) {
+		watermark, start := tr.rec.watermark.Load(), time.Now()
+		page, cont, err := tr.listPage(ctx, core, sel.Namespace, opts)
+		tr.rec.outcome("history", l.Op, start, err, readAllowed(opts.Continue != "", false))
+		if err != nil {
+			break
+		}
+		l.Pages = append(l.Pages, validate.HistoryPage{Items: page.Items, Continue: cont != "", Watermark: watermark, Head: tr.etcdHead(ctx)})
+		if cont == "" {
+			break
+		}
+		opts.Continue = cont
+	}
+	tr.rec.addHistory(l)
+}
+
+// etcdHead is etcd's revision now, 0 when etcd does not answer in time.
+func (tr *traffic) etcdHead(ctx context.Context) int64 {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	resp, err := tr.etcd.Get(ctx, eventsPrefix, clientv3.WithPrefix(), clientv3.WithCountOnly())
+	if err != nil {
+		return 0
+	}
+	return resp.Header.Revision
 }
 
 func (tr *traffic) listPage(ctx context.Context, core bool, ns string, opts metav1.ListOptions) (validate.Page, string, error) {

@@ -50,8 +50,11 @@ limitations under the License.
 //     -fs.disableMmap, -version, ...). The server parses pflag sets that
 //     cobra and component-base build (cli.Run, globalflag) and never adds
 //     flag.CommandLine to them, so its --help and flags do not change.
-//     lib/memory panics unless flag.CommandLine is parsed; the first
-//     OpenEmbedded parses it with no arguments (the values set below stay).
+//     lib/memory panics unless flag.CommandLine is parsed: the server's
+//     main sets the values below and parses it with no arguments
+//     (cmd/events-apiserver/app.SetArchiveLibraryFlags) before anything
+//     opens; OpenEmbedded answers an error where it is not parsed. A test
+//     binary parses it itself and keeps the library's defaults.
 //   - GOMAXPROCS: lib/cgroup's init sets GOMAXPROCS to the floor of the
 //     cgroup CPU quota, unless the GOMAXPROCS variable is set. That also
 //     turns off the Go runtime's own tracking of the quota (Go 1.25+). This
@@ -59,11 +62,11 @@ limitations under the License.
 //     GOMAXPROCS is set.
 //   - Memory: the library sizes its caches from -memory.allowedPercent,
 //     60 % of the machine's (or cgroup's) memory by default, read once per
-//     process. The first OpenEmbedded sets -memory.allowedBytes to
-//     EmbeddedConfig.CacheBytes (64 MiB by default) instead.
-//   - Logs: lib/logger writes to stderr in its own format. The first
-//     OpenEmbedded routes it to klog through the logger of its context
-//     (info at V(2), warnings at V(0)) without timestamps.
+//     process. The server sets -memory.allowedBytes to DefaultCacheBytes
+//     (64 MiB) instead (LibraryFlags).
+//   - Logs: lib/logger writes to stderr in its own format (a timestamp,
+//     level, caller and message per line); the server sets its level to
+//     WARN (LibraryFlags), so merges and flushes are not logged.
 //   - Metrics: the library keeps its own metrics in VictoriaMetrics/metrics'
 //     global set, which the server does not serve; the archive's own
 //     metrics are the server's.

@@ -19,6 +19,7 @@ package victorialogs
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io/fs"
 	"path/filepath"
@@ -27,15 +28,16 @@ import (
 	"time"
 
 	"github.com/VictoriaMetrics/VictoriaLogs/lib/logstorage"
-	"k8s.io/klog/v2"
 
 	"github.com/kube-events/events-apiserver/pkg/archive"
 )
 
+// DefaultCacheBytes bounds the engine's caches, process-wide (LibraryFlags).
+const DefaultCacheBytes = 64 << 20
+
 // Defaults of EmbeddedConfig.
 const (
 	DefaultRetention     = 30 * 24 * time.Hour
-	DefaultCacheBytes    = 64 << 20
 	DefaultFlushInterval = time.Second
 	DefaultMinFreeBytes  = 64 << 20
 )
@@ -50,10 +52,6 @@ type EmbeddedConfig struct {
 	// drops whole days; queries never see older records). At least a
 	// day; DefaultRetention when zero.
 	Retention time.Duration
-	// CacheBytes bounds the engine's caches. The library reads it once per
-	// process: the first archive opened sets it. DefaultCacheBytes when
-	// zero.
-	CacheBytes int64
 	// FlushInterval is how often the engine writes appended records from
 	// memory to disk (at least a second). DefaultFlushInterval when zero.
 	FlushInterval time.Duration
@@ -78,8 +76,8 @@ type Embedded struct {
 var _ archive.Archive = &Embedded{}
 
 // OpenEmbedded opens (creating it if needed) the archive in cfg.Dir. The
-// first call in a process also sets the library's process-wide settings
-// (see the package documentation) and routes its logs to ctx's logger.
+// process has set the library's process-wide settings first (LibraryFlags;
+// see the package documentation).
 func OpenEmbedded(ctx context.Context, cfg EmbeddedConfig) (e *Embedded, err error) {
 	if cfg.Dir == "" {
 		return nil, errors.New("the embedded archive needs a directory")
@@ -90,9 +88,6 @@ func OpenEmbedded(ctx context.Context, cfg EmbeddedConfig) (e *Embedded, err err
 	if cfg.Retention < 24*time.Hour {
 		return nil, fmt.Errorf("archive retention %s is shorter than a day, the engine's unit", cfg.Retention)
 	}
-	if cfg.CacheBytes == 0 {
-		cfg.CacheBytes = DefaultCacheBytes
-	}
 	if cfg.FlushInterval == 0 {
 		cfg.FlushInterval = DefaultFlushInterval
 	}
@@ -100,8 +95,8 @@ func OpenEmbedded(ctx context.Context, cfg EmbeddedConfig) (e *Embedded, err err
 	if cfg.MinFreeBytes == 0 {
 		cfg.MinFreeBytes = DefaultMinFreeBytes
 	}
-	if err := containProcess(klog.FromContext(ctx), cfg.CacheBytes); err != nil {
-		return nil, err
+	if !flag.Parsed() {
+		return nil, errLibraryFlagsUnparsed
 	}
 	defer recoverPanic(&err, "opening the archive in "+cfg.Dir)
 	storage := logstorage.MustOpenStorage(cfg.Dir, &logstorage.StorageConfig{

@@ -17,19 +17,13 @@ limitations under the License.
 package victorialogs
 
 import (
-	"bytes"
 	"context"
-	"flag"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/VictoriaMetrics/VictoriaLogs/lib/logstorage"
-	vmlogger "github.com/VictoriaMetrics/VictoriaMetrics/lib/logger"
-	"github.com/VictoriaMetrics/VictoriaMetrics/lib/memory"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/ktesting"
 
 	"github.com/google/go-cmp/cmp"
@@ -74,31 +68,6 @@ func deleteEmbedded(t *testing.T, e archivetest.Engine, uid string) {
 	})
 	if err != nil {
 		t.Fatalf("the delete task of %s did not end: %v", uid, err)
-	}
-}
-
-// TestEmbeddedContainsProcess checks what opening the embedded engine sets
-// in the process: the library's caches are bounded by CacheBytes, not by
-// 60 % of the machine's memory, and its logs go to the opener's logger.
-func TestEmbeddedContainsProcess(t *testing.T) {
-	_, ctx := ktesting.NewTestContext(t)
-	a, err := OpenEmbedded(ctx, EmbeddedConfig{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
-	if got := memory.Allowed(); got != DefaultCacheBytes {
-		t.Errorf("the library's cache memory is %d bytes, want %d", got, DefaultCacheBytes)
-	}
-	var buf bytes.Buffer
-	vmlogger.SetOutputForTests(&buf)
-	vmlogger.Warnf("a warning")
-	vmlogger.SetOutputForTests(klogWriter{logger: klog.FromContext(ctx)})
-	if got := buf.String(); !strings.HasPrefix(got, "warn\t") || !strings.HasSuffix(got, "\ta warning\n") {
-		t.Errorf("the library logs %q, want level, caller and message without a timestamp (what klogWriter parses)", got)
-	}
-	if !flag.Parsed() {
-		t.Error("flag.CommandLine is not parsed: lib/memory would panic")
 	}
 }
 

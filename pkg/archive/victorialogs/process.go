@@ -17,21 +17,15 @@ limitations under the License.
 package victorialogs
 
 import (
-	"bytes"
-	"flag"
-	"fmt"
+	"errors"
 	"os"
 	"runtime"
 	"strconv"
-	"sync"
-
-	vmlogger "github.com/VictoriaMetrics/VictoriaMetrics/lib/logger"
-	"k8s.io/klog/v2"
 )
 
 // The storage library's packages change the process as they are imported
 // and when first used; see the package documentation. init undoes what an
-// import changes, containProcess sets what the first use reads.
+// import changes; the process sets what the first use reads (LibraryFlags).
 
 func init() {
 	// VictoriaMetrics' lib/cgroup sets GOMAXPROCS to the floor of the
@@ -43,65 +37,23 @@ func init() {
 	}
 }
 
-var (
-	containOnce sync.Once
-	containErr  error
-)
-
-// containProcess sets, once per process, the global settings the storage
-// library reads through the standard library's flag.CommandLine: the cache
-// memory limit (an absolute size, not 60 % of the machine's memory), its
-// log level and output (klog), and marks flag.CommandLine parsed, which
-// lib/memory insists on. The values of the first call win: the library
-// reads them once.
-func containProcess(logger klog.Logger, cacheBytes int64) error {
-	containOnce.Do(func() {
-		set := map[string]string{
-			"memory.allowedBytes":     strconv.FormatInt(cacheBytes, 10),
-			"loggerLevel":             "INFO",
-			"loggerDisableTimestamps": "true",
-			"loggerFormat":            "default",
-		}
-		for name, value := range set {
-			if err := flag.CommandLine.Set(name, value); err != nil {
-				containErr = fmt.Errorf("setting VictoriaLogs' -%s: %w", name, err)
-				return
-			}
-		}
-		if !flag.CommandLine.Parsed() {
-			// The server parses its flags with pflag; flag.CommandLine holds
-			// only libraries' flags, and none of them is for users.
-			if err := flag.CommandLine.Parse(nil); err != nil {
-				containErr = err
-				return
-			}
-		}
-		vmlogger.SetOutputForTests(klogWriter{logger: logger.WithName("victorialogs")})
-	})
-	return containErr
-}
-
-// klogWriter routes the storage library's log lines ("level\tcaller\tmessage",
-// without timestamps) to the logger of the first embedded archive opened.
-type klogWriter struct {
-	logger klog.Logger
-}
-
-func (w klogWriter) Write(p []byte) (int, error) {
-	line := bytes.TrimRight(p, "\n")
-	level, rest, _ := bytes.Cut(line, []byte("\t"))
-	caller, msg, found := bytes.Cut(rest, []byte("\t"))
-	if !found {
-		caller, msg = nil, rest
+// LibraryFlags are the values of the storage library's own flags that a
+// process embedding it sets before the first OpenEmbedded. The library's
+// packages register them on the standard library's flag.CommandLine at init
+// and read them once, on first use: the caches' memory (an absolute size,
+// not 60 % of the machine's memory) and its log level. Setting them, and
+// parsing flag.CommandLine, which lib/memory insists on, is the process's
+// decision: its main does it (cmd/events-apiserver/app.SetArchiveLibraryFlags);
+// a test binary parses flag.CommandLine itself and keeps the defaults.
+func LibraryFlags() map[string]string {
+	return map[string]string{
+		"memory.allowedBytes": strconv.FormatInt(DefaultCacheBytes, 10),
+		// The library writes to stderr in its own format; its informational
+		// lines (merges, flushes) are not for operators.
+		"loggerLevel": "WARN",
 	}
-	logger := w.logger
-	switch string(level) {
-	case "info":
-		logger.V(2).Info(string(msg), "caller", string(caller))
-	case "warn":
-		logger.Info(string(msg), "caller", string(caller), "level", "warn")
-	default:
-		logger.Error(nil, string(msg), "caller", string(caller), "level", string(level))
-	}
-	return len(p), nil
 }
+
+// errLibraryFlagsUnparsed is OpenEmbedded's answer where the library would
+// panic on first use.
+var errLibraryFlagsUnparsed = errors.New("the storage library's flags (flag.CommandLine) are not parsed: the process sets them before opening an embedded archive (LibraryFlags)")

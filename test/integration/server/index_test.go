@@ -132,7 +132,7 @@ func (s indexSelector) satisfy(e *corev1.Event) {
 	}
 }
 
-// indexSelectors are selectors the watch cache serves from an index
+// indexSelectors are selectors the store's cache (either --store-cache) serves from an index
 // (regarding and related name, alone or with other terms; regarding name
 // also picks the watchers an event goes to) and selectors it must scan for.
 var indexSelectors = []indexSelector{
@@ -178,7 +178,7 @@ type watchRecord struct {
 }
 
 // TestIndexedSelectionEqualsFullScan: lists and watches through every
-// version and media type, by selectors the watch cache's indexes serve and
+// version and media type, by selectors the store cache's indexes serve and
 // by selectors they cannot, give exactly what a full scan of every event
 // (done here, from an unfiltered core/v1 list and watch) gives, while
 // events are created, moved between regarding and related names, and

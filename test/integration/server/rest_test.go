@@ -165,7 +165,7 @@ func TestWatchBookmarks(t *testing.T) {
 		// A watch from resourceVersion 0 starts from whatever the watch
 		// cache holds: wait until it holds both events, as a list from 0
 		// shows, so that the watch must begin with both.
-		eventually(t, requestTimeout, "the watch cache holds both events", func() (bool, error) {
+		eventually(t, requestTimeout, "the store's cache holds both events", func() (bool, error) {
 			items, _, err := version.list(ctx, c, namespace, metav1.ListOptions{ResourceVersion: "0"})
 			return len(items) == 2, err
 		})

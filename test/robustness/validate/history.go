@@ -25,6 +25,7 @@ package validate
 import (
 	"fmt"
 	"sort"
+	"time"
 
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
@@ -37,6 +38,11 @@ type Object struct {
 	RegardingName string
 	Reason, Type  string
 	Labels        map[string]string
+	// UID and Observed (the last observation: series.lastObservedTime,
+	// else lastTimestamp, else eventTime, else creationTimestamp) are a
+	// history page's order.
+	UID      string
+	Observed time.Time
 }
 
 // Key is namespace/name, the order of lists.
@@ -138,6 +144,16 @@ func (h *History) stateAt(rev int64) map[string]version {
 // between is the changes in (from, to].
 func (h *History) between(from, to int64) []Change {
 	return h.changes[h.index(from):h.index(to)]
+}
+
+// object is key's object at mod revision modRev, nil when etcd stored no
+// such version.
+func (h *History) object(key string, modRev int64) *Object {
+	i := h.index(modRev)
+	if i == 0 || h.changes[i-1].Rev != modRev || h.changes[i-1].Key != key {
+		return nil
+	}
+	return h.changes[i-1].Object
 }
 
 // versionOf finds key's version with mod revision modRev and the revision

@@ -123,10 +123,11 @@ type Watch struct {
 // Checked counts what the validation read.
 type Checked struct {
 	Lists, Pages, Items, Gets, Watches, WatchEvents, Bookmarks int
+	HistoryLists, HistoryPages, HistoryItems                   int
 }
 
-// Validate checks every list, get and watch against h.
-func Validate(h *History, lists []List, gets []Get, watches []Watch) (Checked, []Violation) {
+// Validate checks every list, get, watch and history list against h.
+func Validate(h *History, lists []List, gets []Get, watches []Watch, histories []HistoryList) (Checked, []Violation) {
 	var c Checked
 	var out []Violation
 	for _, l := range lists {
@@ -151,6 +152,14 @@ func Validate(h *History, lists []List, gets []Get, watches []Watch) (Checked, [
 			}
 		}
 		out = append(out, CheckWatch(h, w)...)
+	}
+	for _, l := range histories {
+		c.HistoryLists++
+		c.HistoryPages += len(l.Pages)
+		for _, p := range l.Pages {
+			c.HistoryItems += len(p.Items)
+		}
+		out = append(out, CheckHistory(h, l)...)
 	}
 	return c, out
 }

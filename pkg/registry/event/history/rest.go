@@ -407,7 +407,17 @@ func (r *REST) liveFromTimeline(ctx context.Context, pred storage.SelectionPredi
 	if err = cmp.Or(err, matchErr); err != nil {
 		return livePage{}, apierrors.NewInternalError(fmt.Errorf("reading the live events in order: %w", err))
 	}
+	// The page answers for the events it read live, whatever the
+	// timeline holds of them by the time the archive is read: else an
+	// event changed meanwhile would be in the page twice.
+	read := make(map[string]bool, len(page.items))
+	for _, it := range page.items {
+		read[it.uid()] = true
+	}
 	page.answers = func(ctx context.Context, record archive.Record) (bool, error) {
+		if read[record.UID] {
+			return true, nil
+		}
 		event, err := r.timeline.Get(ctx, types.NamespacedName{Namespace: record.Namespace, Name: record.Name})
 		if err != nil {
 			return false, apierrors.NewInternalError(fmt.Errorf("reading the live event %s/%s: %w", record.Namespace, record.Name, err))
