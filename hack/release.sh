@@ -81,8 +81,8 @@ EOF
   cat <<EOF
 # events-apiserver ${VERSION}: artifacts/overlays/default (mirror mode, the bundled etcd, the
 # history archive on one VictoriaLogs node), the image ${repository}:${VERSION} pinned by digest.
-# Needs cert-manager; without it, hack/gen-serving-cert.sh DIR events-apiserver.yaml writes an
-# overlay with certificates of its own (docs/install.md).
+# The server makes and renews its certificates itself; overlays/cert-manager has cert-manager
+# do it (docs/install.md).
 #
 #   kubectl apply -f events-apiserver.yaml
 EOF
@@ -143,8 +143,8 @@ With cert-manager in the cluster:
 kubectl apply -f events-apiserver.yaml
 \`\`\`
 
-or with Helm: \`helm install events-apiserver events-apiserver-${VERSION}.tgz -n events-apiserver --create-namespace\`. Without
-cert-manager, \`hack/gen-serving-cert.sh DIR events-apiserver.yaml && kubectl apply -k DIR\`.
+or with Helm: \`helm install events-apiserver events-apiserver-${VERSION}.tgz -n events-apiserver --create-namespace\`. The
+server makes and renews its certificates itself.
 [docs/install.md](https://github.com/kube-events/events-apiserver/blob/${VERSION}/docs/install.md)
 has the rest; \`SHA256SUMS\` holds the files' checksums. The SBOMs (CycloneDX JSON):
 \`events-apiserver-${VERSION}.cdx.json\`, the binary's modules, and

@@ -119,6 +119,9 @@ type ExtraConfig struct {
 	// strategy: with Chains, the elected controller gives those events
 	// their chains too.
 	SharedWithKubeAPIServer bool
+	// Elected are further loops the elected replica runs, next to the
+	// server's own (the renewal of self-managed certificates).
+	Elected []controller.Controller
 }
 
 // Config is the generic server configuration plus ExtraConfig. Its
@@ -190,6 +193,13 @@ func (c CompletedConfig) New(ctx context.Context) (_ *EventsServer, err error) {
 	if c.ExtraConfig.Chains != nil {
 		strategy = strategy.WithChainResolver(c.ExtraConfig.Chains)
 	}
+	// Where kube-apiserver writes events past the strategy, the chains
+	// the server sets are sealed, and others' resolved again.
+	seals, err := c.chainSealer()
+	if err != nil {
+		return nil, err
+	}
+	strategy = strategy.WithChainSealer(seals)
 	options := eventstorage.Options{
 		RESTOptions: c.GenericConfig.RESTOptionsGetter,
 		TTL:         c.ExtraConfig.EventTTL,

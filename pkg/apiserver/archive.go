@@ -128,6 +128,9 @@ func (c CompletedConfig) newArchiver(a archive.Archive) (*archiver.Archiver, err
 	if c.ExtraConfig.Chains != nil {
 		cfg.Chains = c.ExtraConfig.Chains
 	}
+	if cfg.Seals, err = c.chainSealer(); err != nil {
+		return nil, err
+	}
 	return archiver.New(cfg)
 }
 

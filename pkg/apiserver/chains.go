@@ -35,10 +35,15 @@ func (c CompletedConfig) newChainAnnotator(store *eventstorage.REST, resolver ev
 		return nil, err
 	}
 	storage := options.StorageConfig.Config
+	seals, err := c.chainSealer()
+	if err != nil {
+		return nil, err
+	}
 	return chains.NewAnnotator(chains.Config{
 		Events:         store,
 		Chains:         resolver,
 		Unannotated:    unannotated,
+		Seals:          seals,
 		NewClient:      func() (*clientv3.Client, error) { return NewEtcdClient(storage) },
 		StoragePrefix:  storage.Prefix,
 		ResourcePrefix: options.ResourcePrefix,

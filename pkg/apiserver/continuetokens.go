@@ -23,6 +23,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/kube-events/events-apiserver/pkg/ancestry"
 	"github.com/kube-events/events-apiserver/pkg/continuetoken"
 )
 
@@ -99,4 +100,21 @@ func (c CompletedConfig) continueTokens() (*continuetoken.Codec, error) {
 	storage := options.StorageConfig.Config
 	key := &etcdTokenKey{newClient: func() (*clientv3.Client, error) { return NewEtcdClient(storage) }}
 	return continuetoken.New(key.get), nil
+}
+
+// chainSealer is the sealer of the chains the server sets, where
+// kube-apiserver writes events into the same etcd (offload, takeover), nil
+// otherwise; its key derives from the continue token key, kept in the
+// events etcd, the same on every replica.
+func (c CompletedConfig) chainSealer() (*ancestry.Sealer, error) {
+	if !c.ExtraConfig.SharedWithKubeAPIServer || c.ExtraConfig.Chains == nil {
+		return nil, nil
+	}
+	options, err := c.eventsStorageOptions()
+	if err != nil {
+		return nil, err
+	}
+	storage := options.StorageConfig.Config
+	key := &etcdTokenKey{newClient: func() (*clientv3.Client, error) { return NewEtcdClient(storage) }}
+	return ancestry.NewSealer(key.get), nil
 }

@@ -158,7 +158,7 @@ func (c CompletedConfig) newControllers(store *eventstorage.REST, a archive.Arch
 // archiver (into a, when set).
 func (c CompletedConfig) electedControllers(store *eventstorage.REST, a archive.Archive) ([]controller.Controller, error) {
 	extra := c.ExtraConfig
-	var elected []controller.Controller
+	elected := append([]controller.Controller(nil), extra.Elected...)
 	if extra.SeriesSweeper != nil {
 		sweeper, err := series.NewSweeper(store, *extra.SeriesSweeper)
 		if err != nil {

@@ -34,6 +34,12 @@ const Annotation = "kube-events.io/regarding-ancestors"
 // goes once it is final. The server owns it too.
 const PendingAnnotation = "kube-events.io/regarding-ancestors-pending"
 
+// SealAnnotation holds the server's seal of the two above (see
+// ancestry.Sealer), where events reach its etcd past its strategy
+// (offload, takeover): a chain without a seal that verifies is another
+// writer's. The server owns it too.
+const SealAnnotation = "kube-events.io/regarding-ancestors-seal"
+
 // MaxDepth bounds the chain: ownership deeper than this (or a cycle) is
 // cut there.
 const MaxDepth = 8

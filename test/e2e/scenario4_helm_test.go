@@ -26,6 +26,7 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 )
 
@@ -45,19 +46,18 @@ func helm(ctx context.Context, args ...string) (string, error) {
 
 // TestHelmInstall installs the chart in place of the kustomize install:
 // the kustomize install is uninstalled as docs/operations.md says, the
-// chart is installed with the certificates hack/gen-serving-cert.sh made
-// (the chart's certificates.certManager=false), the server answers through
+// chart is installed with its defaults (the server makes its own
+// certificates), the server answers through
 // the aggregator again, and the chart is uninstalled the same way.
 func TestHelmInstall(t *testing.T) {
 	ctx := context.Background()
 	c := suite.cluster
-	install := c.path("my-events-install")
-	if _, err := os.Stat(filepath.Join(install, "kustomization.yaml")); err != nil {
+	if _, err := c.Client.AppsV1().Deployments(serverNamespace).Get(ctx, "events-apiserver", metav1.GetOptions{}); err != nil {
 		t.Fatalf("no kustomize install to replace (TestDefaultOverlay runs first): %v", err)
 	}
 	start := time.Now()
 	uninstall(t, ctx, func() error {
-		_, err := kubectl(ctx, "", "delete", "-k", install, "--ignore-not-found", "--wait=true", "--timeout=5m")
+		_, err := kubectl(ctx, "", "delete", "-f", releaseManifest(), "--ignore-not-found", "--wait=true", "--timeout=5m")
 		return err
 	}, "events-etcd-0", "events-etcd-1", "events-etcd-2", "events-victorialogs")
 	logf(t, "kustomize install uninstalled in %s", time.Since(start).Round(time.Second))
@@ -66,26 +66,11 @@ func TestHelmInstall(t *testing.T) {
 	archiveVolume(t, ctx, "chart-victorialogs")
 	start = time.Now()
 	if out, err := helm(ctx, "install", "events-apiserver", filepath.Join(suite.root, "charts", "events-apiserver"),
-		"--namespace", serverNamespace, "--create-namespace",
-		"--set", "certificates.certManager=false", "--set-file", "certificates.caBundle="+filepath.Join(install, "ca.crt")); err != nil {
+		"--namespace", serverNamespace, "--create-namespace"); err != nil {
 		t.Fatal(err)
 	} else {
 		logf(t, "helm install: %s", firstLine(out))
 	}
-	for _, s := range []struct{ name, dir, cert string }{
-		{"events-apiserver-serving-cert", install, "tls"},
-		{"events-etcd-member", filepath.Join(install, "etcd"), "member"},
-		{"events-apiserver-etcd-client", filepath.Join(install, "etcd"), "client"},
-		{"events-victorialogs-tls", filepath.Join(install, "victorialogs"), "tls"},
-	} {
-		caFile := filepath.Join(s.dir, "ca.crt")
-		mustKubectl(t, ctx, "-n", serverNamespace, "create", "secret", "generic", s.name, "--type=kubernetes.io/tls",
-			"--from-file=tls.crt="+filepath.Join(s.dir, s.cert+".crt"), "--from-file=tls.key="+filepath.Join(s.dir, s.cert+".key"),
-			"--from-file=ca.crt="+caFile)
-	}
-	// The archive's password, where the chart's mounts read it.
-	mustKubectl(t, ctx, "-n", serverNamespace, "create", "secret", "generic", "events-victorialogs-auth",
-		"--from-file=tls.key="+filepath.Join(install, "victorialogs", "password"))
 	mustKubectl(t, ctx, "-n", serverNamespace, "rollout", "status", "statefulset/events-etcd", "--timeout=6m")
 	mustKubectl(t, ctx, "-n", serverNamespace, "rollout", "status", "statefulset/"+archiveStatefulSet, "--timeout=5m")
 	mustKubectl(t, ctx, "-n", serverNamespace, "rollout", "status", "deployment/events-apiserver", "--timeout=5m")

@@ -18,11 +18,13 @@ package e2e
 
 import (
 	"context"
+	"crypto"
 	"crypto/x509"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -33,6 +35,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	certutil "k8s.io/client-go/util/cert"
+	"k8s.io/client-go/util/keyutil"
 
 	"github.com/kube-events/events-apiserver/pkg/embedded/pki"
 )
@@ -46,7 +50,7 @@ const offloadEtcdName = "events-etcd.cluster.example"
 var offload struct {
 	// apiServerFlags are kube-apiserver's flags of offload mode.
 	apiServerFlags []string
-	// install is the directory hack/gen-serving-cert.sh wrote the
+	// install is the directory hack/gen-offload-etcd-cert.sh wrote the
 	// install's kustomization to.
 	install string
 	// etcd are kube-apiserver's credentials for the events etcd.
@@ -78,8 +82,10 @@ func eventsEtcd(t *testing.T) *clientv3.Client {
 }
 
 // TestOffloadOverlay (the chart left the namespace empty):
-// overlays/offload installed with hack/gen-serving-cert.sh (the cluster's
-// etcd CA signs the events etcd's certificates), kube-apiserver restarted
+// overlays/offload installed with hack/gen-offload-etcd-cert.sh (the
+// cluster's etcd CA signs the members' certificate for clients, server auth
+// only; the server makes the rest, and no Secret holds that CA's key),
+// kube-apiserver restarted
 // with --etcd-servers-overrides=/events#https://<the events etcd>: the
 // events of a new workload never reach the main etcd, and our server serves
 // them, with kube-apiserver's own v1 reading the same keys.
@@ -123,11 +129,11 @@ func TestOffloadOverlay(t *testing.T) {
 	}
 
 	dir := c.path("my-offload-install")
-	gen := exec.CommandContext(ctx, filepath.Join(suite.root, "hack", "gen-serving-cert.sh"), dir, filepath.Join(suite.root, "artifacts", "overlays", "offload"))
+	gen := exec.CommandContext(ctx, filepath.Join(suite.root, "hack", "gen-offload-etcd-cert.sh"), dir, filepath.Join(suite.root, "artifacts", "overlays", "offload"))
 	gen.Dir = suite.root
 	gen.Env = append(os.Environ(), "ETCD_CA_CERT="+etcdCA.CertFile, "ETCD_CA_KEY="+etcdCA.KeyFile, "OFFLOAD_ETCD_NAME="+offloadEtcdName)
 	if out, err := gen.CombinedOutput(); err != nil {
-		t.Fatalf("hack/gen-serving-cert.sh: %v: %s", err, out)
+		t.Fatalf("hack/gen-offload-etcd-cert.sh: %v: %s", err, out)
 	}
 	etcdVolumes(t, ctx, "offload-etcd")
 	start := time.Now()
@@ -150,6 +156,7 @@ func TestOffloadOverlay(t *testing.T) {
 	mustKubectl(t, ctx, "-n", serverNamespace, "rollout", "status", "deployment/events-apiserver", "--timeout=5m")
 	mustKubectl(t, ctx, "wait", "--for=condition=Available", "apiservice/v1beta1.events.k8s.io", "--timeout=3m")
 	logf(t, "offload: APIService Available after %s", time.Since(start).Round(time.Second))
+	expectOffloadSecrets(t, ctx, etcdCA)
 
 	const ns = "e2e-offload"
 	ensureNamespace(t, ctx, ns)
@@ -199,4 +206,65 @@ spec:
 	}
 
 	t.Run("Events conformance", eventsConformance("offload"))
+}
+
+// expectOffloadSecrets: no Secret of the install holds the cluster etcd
+// CA's key, and no certificate of the install carries client auth unless
+// it is a client certificate; the one the cluster's CA signed (the members'
+// for clients) is server auth only, as openssl reads it.
+func expectOffloadSecrets(t *testing.T, ctx context.Context, etcdCA *pki.CA) {
+	t.Helper()
+	caCerts, err := certutil.CertsFromFile(etcdCA.CertFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	caPublic, ok := caCerts[0].PublicKey.(interface{ Equal(crypto.PublicKey) bool })
+	if !ok {
+		t.Fatalf("the CA's public key %T cannot be compared", caCerts[0].PublicKey)
+	}
+	secrets, err := suite.cluster.Client.CoreV1().Secrets(serverNamespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Client certificates by design: the server's, and the peers' (a member
+	// dials its peers with it), which the install's own CA signs.
+	clients := map[string]bool{"events-apiserver-etcd-client": true, "events-etcd-peer": true}
+	dir := t.TempDir()
+	var names []string
+	for _, s := range secrets.Items {
+		names = append(names, s.Name)
+		for key, value := range s.Data {
+			if private, err := keyutil.ParsePrivateKeyPEM(value); err == nil {
+				if signer, ok := private.(crypto.Signer); ok && caPublic.Equal(signer.Public()) {
+					t.Errorf("Secret %s holds the cluster etcd CA's key under %s", s.Name, key)
+				}
+			}
+		}
+		crt := s.Data["tls.crt"]
+		if len(crt) == 0 {
+			continue
+		}
+		f := filepath.Join(dir, s.Name+".crt")
+		if err := os.WriteFile(f, crt, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		out, err := exec.CommandContext(ctx, "openssl", "x509", "-in", f, "-noout", "-text").CombinedOutput()
+		if err != nil {
+			t.Fatalf("openssl x509 -text of Secret %s: %v: %s", s.Name, err, out)
+		}
+		text := string(out)
+		clientAuth := strings.Contains(text, "TLS Web Client Authentication")
+		issuedByCluster := exec.CommandContext(ctx, "openssl", "verify", "-CAfile", etcdCA.CertFile, f).Run() == nil
+		logf(t, "offload: Secret %s: client auth %v, signed by the cluster's etcd CA %v", s.Name, clientAuth, issuedByCluster)
+		if clientAuth && !clients[s.Name] {
+			t.Errorf("Secret %s's certificate carries client auth:\n%s", s.Name, text)
+		}
+		if issuedByCluster && clientAuth {
+			t.Errorf("Secret %s's certificate, signed by the cluster's etcd CA, carries client auth: a credential of the main etcd", s.Name)
+		}
+		if issuedByCluster != (s.Name == "events-etcd-member") {
+			t.Errorf("Secret %s: signed by the cluster's etcd CA %v; want only events-etcd-member", s.Name, issuedByCluster)
+		}
+	}
+	logf(t, "offload: Secrets of %s: %s", serverNamespace, strings.Join(names, " "))
 }

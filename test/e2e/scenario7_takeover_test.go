@@ -84,7 +84,6 @@ kind: APIService
 metadata:
   name: v1.events.k8s.io
   labels: {app.kubernetes.io/part-of: events-apiserver}
-  annotations: {cert-manager.io/inject-ca-from: events-apiserver/events-apiserver-serving-cert}
 spec:
   group: events.k8s.io
   version: v1

@@ -73,11 +73,8 @@ events-apiserver-event-policy-{{ include "events-apiserver.eventPolicy" . | sha2
 {{- if and (include "events-apiserver.offload" .) (not .Values.etcd.bundled) }}
 {{- fail (printf "mode %s needs etcd.bundled: kube-apiserver keeps its events in the bundled etcd" .Values.mode) }}
 {{- end }}
-{{- if and (include "events-apiserver.offload" .) (not .Values.certificates.certManager) }}
-{{- fail (printf "mode %s needs certificates.certManager: its etcd certificates are signed by the cluster's etcd CA" .Values.mode) }}
-{{- end }}
-{{- if and (not .Values.certificates.certManager) (not .Values.certificates.caBundle) }}
-{{- fail "certificates.certManager false needs certificates.caBundle" }}
+{{- if and (include "events-apiserver.offload" .) .Values.certificates.certManager }}
+{{- fail (printf "mode %s takes the members' certificate from hack/gen-offload-etcd-cert.sh and the rest from the server: certificates.certManager must be false" .Values.mode) }}
 {{- end }}
 {{- if and .Values.history.enabled (not (regexMatch "^[0-9]+h$" (toString .Values.history.retention))) }}
 {{- fail (printf "history.retention %q: want whole hours, e.g. 720h, which both the server and VictoriaLogs read" (toString .Values.history.retention)) }}
@@ -144,6 +141,9 @@ readinessProbe:
 - -tlsKeyFile=/etc/victorialogs/tls/tls.key
 - -httpAuth.username=events-apiserver
 - -httpAuth.password=file:///etc/victorialogs/auth/password
+{{- if .Values.podMonitors.enabled }}
+- -metricsAuthKey=file:///etc/victorialogs/metrics/authKey
+{{- end }}
 {{- end }}
 
 {{/* The serving certificate and the password of every victoria-logs container. */}}
@@ -154,6 +154,11 @@ readinessProbe:
 - name: auth
   mountPath: /etc/victorialogs/auth
   readOnly: true
+{{- if .Values.podMonitors.enabled }}
+- name: metrics
+  mountPath: /etc/victorialogs/metrics
+  readOnly: true
+{{- end }}
 {{- end }}
 
 {{- define "events-apiserver.victorialogsSecretVolumes" -}}
@@ -166,6 +171,11 @@ readinessProbe:
     items:
     - key: tls.key
       path: password
+{{- if .Values.podMonitors.enabled }}
+- name: metrics
+  secret:
+    secretName: events-victorialogs-metrics
+{{- end }}
 {{- end }}
 
 {{/* The securityContext of every victoria-logs container. */}}

@@ -40,6 +40,7 @@ import (
 	"github.com/kube-events/events-apiserver/pkg/apiserver"
 	"github.com/kube-events/events-apiserver/pkg/apiserver/standalone"
 	"github.com/kube-events/events-apiserver/pkg/authn/certcache"
+	"github.com/kube-events/events-apiserver/pkg/controller"
 	"github.com/kube-events/events-apiserver/pkg/embedded/pki"
 )
 
@@ -67,6 +68,13 @@ func (o CompletedOptions) Config() (*apiserver.Config, error) {
 	}
 	if err := o.applyGeneric(cfg, creds); err != nil {
 		return nil, err
+	}
+	var elected []controller.Controller
+	if o.certificates != nil {
+		if o.certificates.serving != nil {
+			cfg.SecureServing.Cert = o.certificates.serving
+		}
+		elected = append(elected, o.certificates.issuer)
 	}
 	kubeClient, dynamicClient, err := clients(cfg)
 	if err != nil {
@@ -106,6 +114,7 @@ func (o CompletedOptions) Config() (*apiserver.Config, error) {
 			ControllerProgressDeadline: o.ControllerProgressDeadline,
 			Chains:                     chains,
 			SharedWithKubeAPIServer:    o.Mirror.SharedWithKubeAPIServer,
+			Elected:                    elected,
 		},
 	}, nil
 }
@@ -134,6 +143,10 @@ func (o CompletedOptions) storeCache() (eventstorage.StoreCache, error) {
 func (o CompletedOptions) servingCredentials() (*standaloneCredentials, error) {
 	r := o.Recommended
 	if !o.standalone {
+		if o.Certificates.Serving {
+			// startCertificates made it; Config serves it.
+			return nil, nil
+		}
 		if err := r.SecureServing.MaybeDefaultWithSelfSignedCerts("localhost", nil, []net.IP{net.IPv4(127, 0, 0, 1)}); err != nil {
 			return nil, fmt.Errorf("creating self-signed serving certificates: %w", err)
 		}

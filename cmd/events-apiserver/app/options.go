@@ -124,6 +124,8 @@ type Options struct {
 	// Ancestry configures the resolution of events' chains of controller
 	// owners.
 	Ancestry AncestryOptions
+	// Certificates configures the certificates the server keeps itself.
+	Certificates CertificateOptions
 	// ControllerProgressDeadline is how long a background loop may have
 	// work without progress, while its dependencies answer, before its
 	// /livez check fails.
@@ -155,6 +157,9 @@ type completedOptions struct {
 	embeddedEtcd bool
 	// archive is the Archive options with the mode and directory resolved.
 	archive ArchiveOptions
+	// certificates are the self-managed certificates, once Run started
+	// them.
+	certificates *selfManaged
 }
 
 // CompletedOptions are Options on which Complete has been called: the only
@@ -180,6 +185,7 @@ func NewOptions() *Options {
 		Archive:                    newArchiveOptions(),
 		Export:                     newExportOptions(),
 		Ancestry:                   newAncestryOptions(),
+		Certificates:               newCertificateOptions(),
 		ControllerProgressDeadline: controller.DefaultProgressDeadline,
 		memory:                     &MemoryLimit{},
 	}
@@ -248,6 +254,7 @@ func (o *Options) Flags() cliflag.NamedFlagSets {
 	o.Archive.addFlags(fss.FlagSet("archive"))
 	o.Export.addFlags(fss.FlagSet("export"))
 	o.Ancestry.addFlags(fss.FlagSet("ancestry"))
+	o.Certificates.addFlags(fss.FlagSet("self-managed certificates"))
 
 	r := o.Recommended
 	r.Etcd.AddFlags(fss.FlagSet("etcd"))
@@ -330,6 +337,7 @@ func (o *Options) Complete() (CompletedOptions, error) {
 		r.SecureServing.ServerCert.CertDirectory = filepath.Join(o.DataDir, "serving-certs")
 	}
 	c.archive = o.Archive.completed(c.embeddedEtcd, o.DataDir)
+	o.Certificates.complete()
 	return CompletedOptions{c}, nil
 }
 
@@ -363,6 +371,7 @@ func (o CompletedOptions) Validate() error {
 	errs = append(errs, o.archive.validate()...)
 	errs = append(errs, o.Export.validate(o.archive.Mode)...)
 	errs = append(errs, o.Ancestry.validate()...)
+	errs = append(errs, o.validateCertificates()...)
 
 	if o.ControllerProgressDeadline <= 0 {
 		errs = append(errs, fmt.Errorf("--controller-progress-deadline must be positive, got %v", o.ControllerProgressDeadline))

@@ -162,6 +162,11 @@ func Run(ctx context.Context, options *Options) error {
 			return err
 		}
 	}
+	if o.Certificates.enabled() {
+		if o.certificates, err = o.startCertificates(ctx); err != nil {
+			return err
+		}
+	}
 
 	config, err := o.Config()
 	if err != nil {

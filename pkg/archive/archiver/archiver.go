@@ -40,6 +40,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
+	"github.com/kube-events/events-apiserver/pkg/ancestry"
 	"github.com/kube-events/events-apiserver/pkg/archive"
 	"github.com/kube-events/events-apiserver/pkg/controller/health"
 	"github.com/kube-events/events-apiserver/pkg/storedevent"
@@ -103,6 +104,10 @@ type Config struct {
 	// pending chain or none, from what its cache knows (see
 	// withCachedChain).
 	Chains ChainLookup
+	// Seals, where kube-apiserver writes events past the strategy, tells
+	// the chains the server sealed from those others wrote, which are
+	// never archived; nil otherwise.
+	Seals *ancestry.Sealer
 	// BatchSize and BatchDelay bound a batch; defaults if zero.
 	BatchSize  int
 	BatchDelay time.Duration
@@ -430,7 +435,7 @@ func (f *follower) record(ctx context.Context, kv *mvccpb.KeyValue) (archive.Rec
 	if err != nil {
 		return archive.Record{}, err
 	}
-	if f.cfg.Chains != nil && withCachedChain(event, f.cfg.Chains) {
+	if (f.cfg.Chains != nil || f.cfg.Seals != nil) && withCachedChain(ctx, event, f.cfg.Chains, f.cfg.Seals) {
 		chainsCompleted.Inc()
 	}
 	return NewRecord(event, f.cfg.Codec, kv.ModRevision)

@@ -17,6 +17,7 @@ limitations under the License.
 package archiver
 
 import (
+	"context"
 	"fmt"
 	"strconv"
 
@@ -69,13 +70,23 @@ type ChainLookup interface {
 // answers the ancestor terms even if the live event is gone before it is
 // given its chain (see pkg/registry/event/chains). It tells whether it
 // changed event.
-func withCachedChain(event *core.Event, chains ChainLookup) bool {
-	if !ownerchain.NeedsChain(event.Annotations) {
-		return false
+//
+// A chain seals does not trust (another writer's, where kube-apiserver
+// writes events past the strategy) is never archived: it is dropped, then
+// completed as a missing one.
+func withCachedChain(ctx context.Context, event *core.Event, chains ChainLookup, seals *ancestry.Sealer) bool {
+	dropped := false
+	if !seals.Trusts(ctx, event) {
+		ancestry.SetChain(event, ancestry.Chain{})
+		delete(event.Annotations, ownerchain.SealAnnotation)
+		dropped = true
+	}
+	if !ownerchain.NeedsChain(event.Annotations) || chains == nil {
+		return dropped
 	}
 	chain := chains.Lookup(ancestry.RegardingReference(event))
 	if chain.Pending != "" || (len(chain.Ancestors) == 0 && !ownerchain.IsPending(event.Annotations)) {
-		return false
+		return dropped
 	}
 	ancestry.SetChain(event, chain)
 	return true

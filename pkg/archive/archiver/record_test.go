@@ -17,6 +17,7 @@ limitations under the License.
 package archiver
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -115,7 +116,51 @@ func TestWithCachedChain(t *testing.T) {
 				ObjectMeta:     metav1.ObjectMeta{Name: "e", Namespace: "shop", Annotations: tc.stored},
 				InvolvedObject: core.ObjectReference{APIVersion: "v1", Kind: "Pod", Name: tc.regarding, UID: types.UID("uid-" + tc.regarding)},
 			}
-			changed := withCachedChain(event, cache)
+			changed := withCachedChain(context.Background(), event, cache, nil)
+			if diff := cmp.Diff(tc.want, event.Annotations); diff != "" {
+				t.Errorf("annotations (-want +got):\n%s", diff)
+			}
+			if changed != tc.changed {
+				t.Errorf("changed = %v, want %v", changed, tc.changed)
+			}
+		})
+	}
+}
+
+// TestOthersChainsAreNotArchived: where kube-apiserver writes events past
+// the strategy, a chain without the server's seal is dropped before the
+// state is archived, then completed from the cache as a missing one; a
+// sealed chain is archived as stored.
+func TestOthersChainsAreNotArchived(t *testing.T) {
+	ctx := context.Background()
+	web := []ownerchain.Ancestor{{Kind: "ReplicaSet", Name: "web-1", UID: "uid-rs"}, {Kind: "Deployment", Name: "web", UID: "uid-d"}}
+	cache := cachedChains{"web-1-a": {Ancestors: web}}
+	seals := ancestry.NewSealer(func(context.Context) ([]byte, error) { return []byte("install key"), nil })
+	eventWith := func(regarding string, annotations map[string]string) *core.Event {
+		return &core.Event{
+			ObjectMeta:     metav1.ObjectMeta{Name: "e", Namespace: "shop", UID: "uid-e", Annotations: annotations},
+			InvolvedObject: core.ObjectReference{APIVersion: "v1", Kind: "Pod", Name: regarding, UID: types.UID("uid-" + regarding)},
+		}
+	}
+	sealed := eventWith("web-1-a", map[string]string{ownerchain.Annotation: `["Job/j","uid-j"]`})
+	if err := seals.Seal(ctx, sealed); err != nil {
+		t.Fatal(err)
+	}
+	forged := map[string]string{ownerchain.Annotation: `["Deployment/payments","uid-payments"]`, "team": "a"}
+	for _, tc := range []struct {
+		name    string
+		event   *core.Event
+		want    map[string]string
+		changed bool
+	}{
+		{"another writer's, the cache knows the chain", eventWith("web-1-a", forged),
+			map[string]string{ownerchain.Annotation: ownerchain.Encode(web), "team": "a"}, true},
+		{"another writer's, not cached", eventWith("other", forged), map[string]string{"team": "a"}, true},
+		{"sealed, kept", sealed, sealed.DeepCopy().Annotations, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			event := tc.event.DeepCopy()
+			changed := withCachedChain(ctx, event, cache, seals)
 			if diff := cmp.Diff(tc.want, event.Annotations); diff != "" {
 				t.Errorf("annotations (-want +got):\n%s", diff)
 			}

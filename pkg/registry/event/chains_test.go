@@ -100,7 +100,9 @@ func TestCreateSetsTheResolvedChain(t *testing.T) {
 			event := eventAbout(tc.regarding, tc.annotations)
 			event.InvolvedObject.Namespace = tc.namespace
 			strategy.PrepareForCreate(context.Background(), event)
-			strategy.ResolveChain(context.Background(), event)
+			if err := strategy.ResolveChain(context.Background(), event); err != nil {
+				t.Fatal(err)
+			}
 			if diff := cmp.Diff(tc.want, event.Annotations); diff != "" {
 				t.Errorf("annotations (-want +got):\n%s", diff)
 			}
@@ -119,7 +121,11 @@ func TestCreateSetsTheResolvedChain(t *testing.T) {
 	}
 }
 
-func TestPrepareForUpdateKeepsTheStoredChain(t *testing.T) {
+// TestUpdateKeepsTheStoredChain: PrepareForUpdate keeps a final chain and
+// resolves nothing; a missing or pending one is resolved by
+// ResolveUpdatedChain, which the store calls once the update passed
+// validation and admission.
+func TestUpdateKeepsTheStoredChain(t *testing.T) {
 	stored := map[string]string{ownerchain.Annotation: ownerchain.Encode(oldChain)}
 	for _, tc := range []struct {
 		name             string
@@ -148,6 +154,12 @@ func TestPrepareForUpdateKeepsTheStoredChain(t *testing.T) {
 			}
 			old, event := eventAbout("web-7d4f9-a", tc.stored), eventAbout("web-7d4f9-a", tc.sent)
 			strategy.PrepareForUpdate(context.Background(), event, old)
+			if len(chains.asked) != 0 {
+				t.Errorf("PrepareForUpdate resolved %d times, want none", len(chains.asked))
+			}
+			if err := strategy.ResolveUpdatedChain(context.Background(), event, old); err != nil {
+				t.Fatal(err)
+			}
 			if diff := cmp.Diff(tc.want, event.Annotations); diff != "" {
 				t.Errorf("annotations (-want +got):\n%s", diff)
 			}
@@ -156,4 +168,63 @@ func TestPrepareForUpdateKeepsTheStoredChain(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestOthersChainsAreResolvedAgain: where kube-apiserver writes events
+// past the strategy, a stored chain without the server's seal (another
+// writer's) is never kept: an update resolves it again and seals what it
+// resolved; a sealed chain is kept, as is.
+func TestOthersChainsAreResolvedAgain(t *testing.T) {
+	ctx := context.Background()
+	seals := ancestry.NewSealer(func(context.Context) ([]byte, error) { return []byte("install key"), nil })
+	strategy := NewStrategy(nil).WithChainResolver(&knownChains{chains: known}).WithChainSealer(seals)
+	sealed := eventAbout("web-7d4f9-a", nil)
+	sealed.UID = "uid-event"
+	if err := strategy.ResolveChain(ctx, sealed); err != nil {
+		t.Fatal(err)
+	}
+	if !seals.Trusts(ctx, sealed) || sealed.Annotations[ownerchain.SealAnnotation] == "" {
+		t.Fatalf("a chain the strategy set is not sealed: %v", sealed.Annotations)
+	}
+	forged := sealed.DeepCopy()
+	forged.Annotations[ownerchain.Annotation] = sentChain
+	copied := sealed.DeepCopy()
+	copied.UID = "uid-other-event"
+
+	for _, tc := range []struct {
+		name       string
+		stored     *core.Event
+		wantReads  int
+		wantSealed bool
+	}{
+		{"sealed, kept", sealed, 0, true},
+		{"another writer's chain beside a seal", forged, 1, true},
+		{"a seal copied from another event", copied, 1, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			chains := &knownChains{chains: known}
+			strategy := NewStrategy(nil).WithChainResolver(chains).WithChainSealer(seals)
+			event := tc.stored.DeepCopy()
+			event.Annotations[ownerchain.Annotation] = sentChain
+			strategy.PrepareForUpdate(ctx, event, tc.stored)
+			if err := strategy.ResolveUpdatedChain(ctx, event, tc.stored); err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(ownerchain.Encode(webChain), event.Annotations[ownerchain.Annotation]); diff != "" {
+				t.Errorf("chain (-want +got):\n%s", diff)
+			}
+			if got := seals.Trusts(ctx, event); got != tc.wantSealed {
+				t.Errorf("sealed %v, want %v: %v", got, tc.wantSealed, event.Annotations)
+			}
+			if len(chains.asked) != tc.wantReads {
+				t.Errorf("resolved %d times, want %d", len(chains.asked), tc.wantReads)
+			}
+		})
+	}
+
+	t.Run("without a sealer every chain is trusted", func(t *testing.T) {
+		if !(*ancestry.Sealer)(nil).Trusts(ctx, forged) {
+			t.Error("a nil sealer refused a chain")
+		}
+	})
 }

@@ -31,6 +31,7 @@ import (
 	"k8s.io/apiserver/pkg/registry/rest"
 	"k8s.io/apiserver/pkg/storage/names"
 
+	"github.com/kube-events/events-apiserver/pkg/ancestry"
 	"github.com/kube-events/events-apiserver/pkg/apis/core"
 	"github.com/kube-events/events-apiserver/pkg/apis/core/validation"
 )
@@ -45,6 +46,10 @@ type Strategy struct {
 	// regarding object (see chains.go); nil without a cluster to read it
 	// from (standalone), where events carry no chain.
 	chains ChainResolver
+	// seals seals the chains set here and tells them from those other
+	// writers set (see chains.go); nil where every write goes through
+	// this strategy.
+	seals *ancestry.Sealer
 }
 
 var (
@@ -74,6 +79,15 @@ func (s Strategy) WithChainResolver(chains ChainResolver) Strategy {
 	return s
 }
 
+// WithChainSealer returns the strategy that seals the chains it sets with
+// seals, and resolves again a stored chain whose seal does not verify:
+// where kube-apiserver writes events into the same etcd (offload,
+// takeover).
+func (s Strategy) WithChainSealer(seals *ancestry.Sealer) Strategy {
+	s.seals = seals
+	return s
+}
+
 // PrepareForCreate leaves a new event as sent (an event has no status and
 // no spec/status split, and the server-owned metadata is set by the generic
 // registry), except for the managed fields of plain writes (see
@@ -95,7 +109,9 @@ func (s Strategy) PrepareForCreate(_ context.Context, obj runtime.Object) {
 // state controller to judge the write, as the EventSeries plugin judges a
 // client's (a final write finishes the series). It drops the managed fields
 // of plain writes (see keepAppliedFields) and keeps the stored chain of
-// controller owners (see keepChain). Everything else is left as sent;
+// controller owners (see keepChain; the store resolves a missing or
+// pending one once the update passed validation and admission,
+// ResolveUpdatedChain). Everything else is left as sent;
 // which fields may change is the business of ValidateUpdate.
 func (s Strategy) PrepareForUpdate(ctx context.Context, obj, old runtime.Object) {
 	newEvent, oldEvent := obj.(*core.Event), old.(*core.Event)

@@ -397,8 +397,8 @@ func TestChartRefuses(t *testing.T) {
 		want   string
 	}{
 		{"offload with an external etcd", []string{"mode=offload", "etcd.bundled=false"}, "mode offload needs etcd.bundled"},
-		{"offload without cert-manager", []string{"mode=offload", "certificates.certManager=false", "certificates.caBundle=x"}, "mode offload needs certificates.certManager"},
-		{"no cert-manager and no caBundle", []string{"certificates.certManager=false"}, "needs certificates.caBundle"},
+		{"offload with cert-manager", []string{"mode=offload", "certificates.certManager=true"}, "certificates.certManager must be false"},
+		{"takeover with cert-manager", []string{"mode=takeover", "certificates.certManager=true"}, "certificates.certManager must be false"},
 		{"takeover with an external etcd", []string{"mode=takeover", "etcd.bundled=false"}, "mode takeover needs etcd.bundled"},
 		{"an unknown mode", []string{"mode=proxy"}, `mode "proxy": want mirror, offload or takeover`},
 		{"an unknown history layout", []string{"history.layout=replicated"}, `history.layout "replicated": want single or cluster`},

@@ -36,8 +36,8 @@ var clusterScoped = map[string]bool{"ClusterRole": true, "ClusterRoleBinding": t
 
 // TestChartInstallsIntoTheReleaseNamespace: every namespaced object goes
 // into the release namespace, or namespaceOverride, and so do the names the
-// objects refer to each other by (Services' DNS names, cert-manager's CA
-// injection); the chart owns no Namespace, so that `helm install -n X
+// objects refer to each other by (Services' DNS names, the namespace the
+// server keeps its certificates in); the chart owns no Namespace, so that `helm install -n X
 // --create-namespace` works.
 func TestChartInstallsIntoTheReleaseNamespace(t *testing.T) {
 	cases := []struct {
@@ -59,8 +59,13 @@ func TestChartInstallsIntoTheReleaseNamespace(t *testing.T) {
 			if lines := linesWith(rendered, ".events-apiserver.svc", "inject-ca-from: events-apiserver/"); lines != "" {
 				t.Errorf("the rendered chart names the namespace events-apiserver:\n%s", lines)
 			}
-			if !strings.Contains(rendered, "events-apiserver."+tc.want+".svc") {
-				t.Errorf("the rendered chart never names the Service events-apiserver.%s.svc", tc.want)
+			// The server names its Service in its serving certificate
+			// from the namespace of its pod.
+			if !strings.Contains(rendered, "fieldPath: metadata.namespace") {
+				t.Error("the server is not given its pod's namespace (POD_NAMESPACE), where it keeps its certificates")
+			}
+			if !strings.Contains(rendered, "."+tc.want+".svc") {
+				t.Errorf("the rendered chart never names a Service of the namespace %s", tc.want)
 			}
 			var wrong []string
 			for key, obj := range objects(t, rendered) {

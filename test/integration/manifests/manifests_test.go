@@ -27,7 +27,6 @@ package manifests
 import (
 	"bytes"
 	"crypto/x509"
-	"encoding/base64"
 	"encoding/json"
 	"encoding/pem"
 	"errors"
@@ -40,17 +39,20 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/spf13/pflag"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/kube-events/events-apiserver/cmd/events-apiserver/app"
+	"github.com/kube-events/events-apiserver/pkg/embedded/pki"
 	"github.com/kube-events/events-apiserver/test/harness"
 )
 
@@ -260,37 +262,47 @@ func TestOverlaysBuildAndPassServerDryRun(t *testing.T) {
 	c := startCluster(t)
 	cases := []overlayCase{
 		{
-			name: "default: bundled etcd, cert-manager",
+			name: "default: bundled etcd, self-managed certificates",
 			dir:  artifactsDir("overlays", "default"),
 			check: func(t *testing.T, objs objects, _ string) {
-				expectBundledEtcd(t, objs)
-				expectBundledEtcdCertManager(t, objs, "events-etcd-ca")
+				expectBundledEtcd(t, objs, "events-etcd-client-ca")
+				expectSelfManaged(t, objs, "bundled", true)
+				expectVersionPriority(t, objs, 20)
+				expectArchiveSingleNode(t, objs)
+			},
+		},
+		{
+			name: "cert-manager: overlays/default with every certificate from cert-manager",
+			dir:  artifactsDir("overlays", "cert-manager"),
+			check: func(t *testing.T, objs objects, _ string) {
+				expectBundledEtcd(t, objs, "events-etcd-ca")
+				expectBundledEtcdCertManager(t, objs)
+				expectEtcdClientCert(t, objs)
 				expectCertManager(t, objs)
 				expectVersionPriority(t, objs, 20)
 				expectArchiveSingleNode(t, objs)
-				expectArchiveCertManager(t, objs, archiveSingleNodeNames)
+				expectArchiveCertManager(t, objs, archiveClusterNames)
 			},
 		},
 		{
 			name: "victorialogs-cluster: the archive on a VictoriaLogs cluster",
 			dir:  artifactsDir("overlays", "victorialogs-cluster"),
 			check: func(t *testing.T, objs objects, _ string) {
-				expectBundledEtcd(t, objs)
-				expectCertManager(t, objs)
+				expectBundledEtcd(t, objs, "events-etcd-client-ca")
+				expectSelfManaged(t, objs, "bundled", true)
 				expectArchiveCluster(t, objs, 2)
-				expectArchiveCertManager(t, objs, archiveClusterNames)
 				if objs.find("StatefulSet", "apps", "events-victorialogs") != nil {
 					t.Error("the cluster overlay keeps the single node")
 				}
 			},
 		},
 		{
-			name: "offload: kube-apiserver's events in the bundled etcd, cert-manager",
-			dir:  artifactsDir("overlays", "offload"),
-			check: func(t *testing.T, objs objects, _ string) {
-				expectBundledEtcd(t, objs)
-				expectOffload(t, objs)
-				expectCertManager(t, objs)
+			name: "offload: kube-apiserver's events in the bundled etcd, with hack/gen-offload-etcd-cert.sh",
+			dir:  generatedOffloadCert("offload"),
+			check: func(t *testing.T, objs objects, dir string) {
+				expectBundledEtcd(t, objs, "events-etcd-client-ca")
+				expectSelfManaged(t, objs, "offload", false)
+				expectOffload(t, objs, dir)
 				expectVersionPriority(t, objs, 20)
 			},
 		},
@@ -303,22 +315,22 @@ func TestOverlaysBuildAndPassServerDryRun(t *testing.T) {
 				if stdout, stderr, err := c.run(nil, "delete", "apiservice", "v1.events.k8s.io"); err != nil {
 					t.Fatalf("kubectl delete apiservice v1.events.k8s.io: %v\n%s%s", err, stdout, stderr)
 				}
-				return artifactsDir("overlays", "takeover")(t, root)
+				return generatedOffloadCert("takeover")(t, root)
 			},
-			check: func(t *testing.T, objs objects, _ string) {
-				expectBundledEtcd(t, objs)
-				expectOffload(t, objs)
-				expectCertManager(t, objs)
+			check: func(t *testing.T, objs objects, dir string) {
+				expectBundledEtcd(t, objs, "events-etcd-client-ca")
+				expectSelfManaged(t, objs, "offload", false)
+				expectOffload(t, objs, dir)
 				expectVersionPriority(t, objs, 20)
 				expectTakeover(t, objs)
 			},
 		},
 		{
-			name: "external-etcd: etcd over mutual TLS, cert-manager",
+			name: "external-etcd: etcd over mutual TLS, self-managed serving certificate",
 			dir:  artifactsDir("overlays", "external-etcd"),
 			check: func(t *testing.T, objs objects, _ string) {
 				expectExternalEtcd(t, objs)
-				expectCertManager(t, objs)
+				expectSelfManaged(t, objs, "", false)
 				expectVersionPriority(t, objs, 20)
 			},
 		},
@@ -330,43 +342,8 @@ func TestOverlaysBuildAndPassServerDryRun(t *testing.T) {
 					filepath.Join(root, "artifacts", "components", "kube-v1-preferred"))
 			},
 			check: func(t *testing.T, objs objects, _ string) {
-				expectBundledEtcd(t, objs)
+				expectBundledEtcd(t, objs, "events-etcd-client-ca")
 				expectVersionPriority(t, objs, 10)
-			},
-		},
-		{
-			name: "hack/gen-serving-cert.sh on default",
-			dir:  generatedServingCert("default"),
-			check: func(t *testing.T, objs objects, dir string) {
-				expectBundledEtcd(t, objs)
-				expectScriptCerts(t, objs, dir)
-				expectScriptEtcdCerts(t, objs, dir)
-				expectVersionPriority(t, objs, 20)
-				expectArchiveSingleNode(t, objs)
-				expectScriptArchiveCerts(t, objs, dir, archiveSingleNodeNames)
-			},
-		},
-		{
-			name: "hack/gen-serving-cert.sh on victorialogs-cluster",
-			dir:  generatedServingCert("victorialogs-cluster"),
-			check: func(t *testing.T, objs objects, dir string) {
-				expectScriptCerts(t, objs, dir)
-				expectArchiveCluster(t, objs, 2)
-				expectScriptArchiveCerts(t, objs, dir, archiveClusterNames)
-			},
-		},
-		{
-			name: "hack/gen-serving-cert.sh on external-etcd",
-			dir:  generatedServingCert("external-etcd"),
-			check: func(t *testing.T, objs objects, dir string) {
-				expectExternalEtcd(t, objs)
-				expectScriptCerts(t, objs, dir)
-				if objs.find("Secret", "", "events-etcd-member") != nil {
-					t.Error("the script makes the bundled etcd's certificates for external-etcd")
-				}
-				if objs.find("Secret", "", archiveAuthSecret) != nil {
-					t.Error("the script makes the archive's password for external-etcd, which has no archive")
-				}
 			},
 		},
 	}
@@ -407,16 +384,22 @@ func kustomization(t *testing.T, root, format string, paths ...string) string {
 	return dir
 }
 
-// generatedServingCert runs hack/gen-serving-cert.sh into a temporary
-// directory on the named overlay.
-func generatedServingCert(overlay string) func(*testing.T, string) string {
+// generatedOffloadCert makes a stand-in of the cluster's etcd CA and runs
+// hack/gen-offload-etcd-cert.sh with it into a temporary directory on the
+// named overlay; the CA's files stay outside that directory.
+func generatedOffloadCert(overlay string) func(*testing.T, string) string {
 	return func(t *testing.T, root string) string {
 		t.Helper()
-		dir := t.TempDir()
-		cmd := exec.Command(filepath.Join(root, "hack", "gen-serving-cert.sh"), dir, filepath.Join(root, "artifacts", "overlays", overlay))
+		caDir, dir := t.TempDir(), t.TempDir()
+		ca, err := pki.EnsureCA(caDir, "ca", "kube-etcd-ca", time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(filepath.Join(root, "hack", "gen-offload-etcd-cert.sh"), dir, filepath.Join(root, "artifacts", "overlays", overlay))
 		cmd.Dir = root
+		cmd.Env = append(os.Environ(), "ETCD_CA_CERT="+ca.CertFile, "ETCD_CA_KEY="+ca.KeyFile)
 		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("hack/gen-serving-cert.sh: %v\n%s", err, out)
+			t.Fatalf("hack/gen-offload-etcd-cert.sh: %v\n%s", err, out)
 		}
 		return dir
 	}
@@ -460,8 +443,10 @@ func expectCommonShape(t *testing.T, objs objects) {
 	t.Helper()
 	for _, o := range objs {
 		if o.GetKind() == "RoleBinding" {
-			if o.GetNamespace() != "kube-system" {
-				t.Errorf("%s is in namespace %q, want kube-system", printedName(o), o.GetNamespace())
+			// The authentication reader's, in kube-system; the
+			// certificates', on the Secrets of the server's namespace.
+			if want := map[bool]string{true: namespace, false: "kube-system"}[strings.HasSuffix(o.GetName(), "certificates")]; o.GetNamespace() != want {
+				t.Errorf("%s is in namespace %q, want %s", printedName(o), o.GetNamespace(), want)
 			}
 			continue
 		}
@@ -485,9 +470,7 @@ func expectCommonShape(t *testing.T, objs objects) {
 		t.Fatalf("Deployment has %d containers, want 1", len(dep.Spec.Template.Spec.Containers))
 	}
 	ctr := dep.Spec.Template.Spec.Containers[0]
-	for _, arg := range []string{"--secure-port=8443", "--event-ttl=1h", "--etcd-servers=$(ETCD_SERVERS)",
-		"--tls-cert-file=/var/run/events-apiserver/serving-cert/tls.crt",
-		"--tls-private-key-file=/var/run/events-apiserver/serving-cert/tls.key"} {
+	for _, arg := range []string{"--secure-port=8443", "--event-ttl=1h", "--etcd-servers=$(ETCD_SERVERS)"} {
 		if !slices.Contains(ctr.Args, arg) {
 			t.Errorf("server args %q lack %q", ctr.Args, arg)
 		}
@@ -512,8 +495,17 @@ func expectCommonShape(t *testing.T, objs objects) {
 	if err := fs.Parse(ctr.Args); err != nil {
 		t.Errorf("the server does not take its args %q: %v", ctr.Args, err)
 	}
-	if mountSecret(dep.Spec.Template.Spec, ctr, "/var/run/events-apiserver/serving-cert") != servingSecret {
-		t.Errorf("serving certificate is not mounted from Secret %s", servingSecret)
+	// No Secret of the install holds a CA's key: the CAs of its own are
+	// made in the cluster by the server or cert-manager, and the cluster's
+	// etcd CA stays where it is.
+	for _, o := range objs.ofKind("Secret", "") {
+		if secret := typed[corev1.Secret](t, o); len(secret.Data["tls.key"]) > 0 {
+			for _, c := range mustParseCerts(t, secret.Data["tls.crt"]) {
+				if c.IsCA {
+					t.Errorf("Secret %s holds the key of the CA %s", secret.Name, c.Subject)
+				}
+			}
+		}
 	}
 
 	// --etcd-servers comes from the generated ConfigMap the env var names.
@@ -640,7 +632,9 @@ var etcdMembers = []string{
 
 // expectBundledEtcd checks the three-member etcd with TLS for clients and
 // peers, its disruption budget and Services, and the server's flags for it.
-func expectBundledEtcd(t *testing.T, objs objects) {
+// expectBundledEtcd checks the bundled etcd; clientCA is the Secret of the
+// CAs whose clients the members admit.
+func expectBundledEtcd(t *testing.T, objs objects, clientCA string) {
 	t.Helper()
 	stsObj := objs.find("StatefulSet", "apps", "events-etcd")
 	if stsObj == nil {
@@ -662,19 +656,22 @@ func expectBundledEtcd(t *testing.T, objs objects) {
 	for i, member := range etcdMembers {
 		initialCluster = append(initialCluster, fmt.Sprintf("events-etcd-%d=https://%s:2380", i, member))
 	}
-	const tlsDir = "/var/run/events-etcd/tls"
+	const tlsDir, peerDir, clientCADir = "/var/run/events-etcd/tls", "/var/run/events-etcd/peer", "/var/run/events-etcd/client-ca"
 	for _, arg := range []string{
 		"--listen-client-urls=https://0.0.0.0:2379", "--listen-peer-urls=https://0.0.0.0:2380",
 		"--initial-cluster=" + strings.Join(initialCluster, ","),
-		"--client-cert-auth", "--trusted-ca-file=" + tlsDir + "/ca.crt", "--cert-file=" + tlsDir + "/tls.crt", "--key-file=" + tlsDir + "/tls.key",
-		"--peer-client-cert-auth", "--peer-trusted-ca-file=" + tlsDir + "/ca.crt", "--peer-cert-file=" + tlsDir + "/tls.crt", "--peer-key-file=" + tlsDir + "/tls.key",
+		"--client-cert-auth", "--trusted-ca-file=" + clientCADir + "/ca.crt", "--cert-file=" + tlsDir + "/tls.crt", "--key-file=" + tlsDir + "/tls.key",
+		"--client-cert-file=" + peerDir + "/tls.crt", "--client-key-file=" + peerDir + "/tls.key",
+		"--peer-client-cert-auth", "--peer-trusted-ca-file=" + peerDir + "/ca.crt", "--peer-cert-file=" + peerDir + "/tls.crt", "--peer-key-file=" + peerDir + "/tls.key",
 	} {
 		if !slices.Contains(ctr.Command, arg) {
 			t.Errorf("etcd command %q lacks %q", ctr.Command, arg)
 		}
 	}
-	if got := mountSecret(sts.Spec.Template.Spec, ctr, tlsDir); got != "events-etcd-member" {
-		t.Errorf("etcd certificates mounted from Secret %q, want events-etcd-member", got)
+	for dir, want := range map[string]string{tlsDir: "events-etcd-member", peerDir: "events-etcd-peer", clientCADir: clientCA} {
+		if got := mountSecret(sts.Spec.Template.Spec, ctr, dir); got != want {
+			t.Errorf("etcd's %s mounted from Secret %q, want %s", dir, got, want)
+		}
 	}
 
 	headlessObj := objs.find("Service", "", sts.Spec.ServiceName)
@@ -706,7 +703,6 @@ func expectBundledEtcd(t *testing.T, objs objects) {
 	if got := etcdServers(t, objs); got != strings.Join(want, ",") {
 		t.Errorf("--etcd-servers = %q, want every member %q", got, strings.Join(want, ","))
 	}
-	expectEtcdClientCert(t, objs)
 }
 
 // expectEtcdClientCert checks the server's etcd client certificate flags and
@@ -728,10 +724,16 @@ func expectEtcdClientCert(t *testing.T, objs objects) {
 
 // expectBundledEtcdCertManager checks that cert-manager issues the
 // certificates the bundled etcd and the server mount, from the Issuer
-// events-etcd-ca backed by the Secret caSecret.
-func expectBundledEtcdCertManager(t *testing.T, objs objects, caSecret string) {
+// events-etcd-ca backed by the Secret events-etcd-ca, each with only the
+// usages it needs.
+func expectBundledEtcdCertManager(t *testing.T, objs objects) {
 	t.Helper()
-	for _, secret := range []string{"events-etcd-member", "events-apiserver-etcd-client"} {
+	const caSecret = "events-etcd-ca" //nolint:gosec // G101: a Secret's name
+	for secret, usages := range map[string][]string{
+		"events-etcd-member":           {"server auth", "digital signature", "key encipherment"},
+		"events-etcd-peer":             {"server auth", "client auth", "digital signature", "key encipherment"},
+		"events-apiserver-etcd-client": {"client auth", "digital signature", "key encipherment"},
+	} {
 		var cert *unstructured.Unstructured
 		for _, c := range objs.ofKind("Certificate", "cert-manager.io") {
 			if s, _, _ := unstructured.NestedString(c.Object, "spec", "secretName"); s == secret {
@@ -744,6 +746,9 @@ func expectBundledEtcdCertManager(t *testing.T, objs objects, caSecret string) {
 		}
 		if issuer, _, _ := unstructured.NestedString(cert.Object, "spec", "issuerRef", "name"); issuer != "events-etcd-ca" {
 			t.Errorf("Certificate %s is issued by %q, want events-etcd-ca", cert.GetName(), issuer)
+		}
+		if got, _, _ := unstructured.NestedStringSlice(cert.Object, "spec", "usages"); !slices.Equal(got, usages) {
+			t.Errorf("Certificate %s usages %q, want %q", cert.GetName(), got, usages)
 		}
 	}
 	issuer := objs.find("Issuer", "cert-manager.io", "events-etcd-ca")
@@ -772,19 +777,41 @@ func matchesDNSName(pattern, name string) bool {
 	return pattern == name
 }
 
-// expectOffload checks offload mode: kube-apiserver reaches the members
-// through a node port with the cluster's etcd CA, and the server never
-// mirrors.
-func expectOffload(t *testing.T, objs objects) {
+// expectOffload checks offload mode: the members serve kube-apiserver the
+// certificate hack/gen-offload-etcd-cert.sh issued from the cluster's etcd
+// CA (server auth only, for the name kube-apiserver dials), the Secrets hold
+// no key of that CA, kube-apiserver reaches the members through a node
+// port, and the server never mirrors.
+func expectOffload(t *testing.T, objs objects, dir string) {
 	t.Helper()
-	expectBundledEtcdCertManager(t, objs, "kube-etcd-ca")
-	if objs.find("Certificate", "cert-manager.io", "events-etcd-ca") != nil || objs.find("Issuer", "cert-manager.io", "events-etcd-selfsigned") != nil {
-		t.Error("offload still makes its own etcd CA; the members' CA is the cluster's (Secret kube-etcd-ca)")
+	for _, o := range objs {
+		if o.GroupVersionKind().Group == "cert-manager.io" {
+			t.Errorf("offload builds %s", printedName(o))
+		}
 	}
-	member := objs.find("Certificate", "cert-manager.io", "events-etcd-member")
-	dnsNames, _, _ := unstructured.NestedStringSlice(member.Object, "spec", "dnsNames")
-	if !slices.Contains(dnsNames, "events-etcd.cluster.example") {
-		t.Errorf("Certificate events-etcd-member dnsNames %q lack the name kube-apiserver dials (events-etcd.cluster.example)", dnsNames)
+	kubeCA, err := os.ReadFile(filepath.Join(dir, "kube-ca.crt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	memberObj := objs.find("Secret", "", "events-etcd-member")
+	kubeCAObj := objs.find("Secret", "", "events-etcd-kube-ca")
+	if memberObj == nil || kubeCAObj == nil {
+		t.Fatal("no Secret events-etcd-member or events-etcd-kube-ca")
+	}
+	member, kubeCASecret := typed[corev1.Secret](t, memberObj), typed[corev1.Secret](t, kubeCAObj)
+	if diff := cmp.Diff(map[string][]byte{"ca.crt": kubeCA}, kubeCASecret.Data); diff != "" {
+		t.Errorf("Secret events-etcd-kube-ca holds more than the cluster etcd CA's certificate (-want +got):\n%s", diff)
+	}
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(kubeCA)
+	cert := mustParseCerts(t, member.Data["tls.crt"])[0]
+	if !slices.Equal(cert.ExtKeyUsage, []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}) {
+		t.Errorf("the members' certificate has extended key usages %v, want server auth only", cert.ExtKeyUsage)
+	}
+	for _, name := range append([]string{"events-etcd.cluster.example"}, etcdMembers...) {
+		if _, err := cert.Verify(x509.VerifyOptions{Roots: roots, DNSName: name, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}); err != nil {
+			t.Errorf("the members' certificate does not verify for %s against the cluster's etcd CA: %v", name, err)
+		}
 	}
 	svc := typed[corev1.Service](t, objs.find("Service", "", "events-etcd"))
 	if svc.Spec.Type != corev1.ServiceTypeNodePort || len(svc.Spec.Ports) != 1 || svc.Spec.Ports[0].NodePort != 32379 {
@@ -823,6 +850,10 @@ func expectTakeover(t *testing.T, objs objects) {
 	); diff != "" {
 		t.Errorf("APIService v1.events.k8s.io service, groupPriorityMinimum, versionPriority, inject-ca-from (-want +got):\n%s", diff)
 	}
+	dep := typed[appsv1.Deployment](t, objs.find("Deployment", "apps", "events-apiserver"))
+	if arg := "--self-managed-certificates-apiservices=" + apiServiceName + "," + summariesAPIServiceName + ",v1.events.k8s.io"; !slices.Contains(dep.Spec.Template.Spec.Containers[0].Args, arg) {
+		t.Errorf("server args lack %s: the server would not keep v1.events.k8s.io's caBundle", arg)
+	}
 	if value, ok := v1.GetLabels()["kube-aggregator.kubernetes.io/automanaged"]; ok {
 		t.Errorf("APIService v1.events.k8s.io has label kube-aggregator.kubernetes.io/automanaged=%s: kube-apiserver would manage it", value)
 	}
@@ -848,6 +879,26 @@ func expectExternalEtcd(t *testing.T, objs objects) {
 
 func expectCertManager(t *testing.T, objs objects) {
 	t.Helper()
+	dep := typed[appsv1.Deployment](t, objs.find("Deployment", "apps", "events-apiserver"))
+	ctr := dep.Spec.Template.Spec.Containers[0]
+	for _, arg := range []string{"--tls-cert-file=/var/run/events-apiserver/serving-cert/tls.crt", "--tls-private-key-file=/var/run/events-apiserver/serving-cert/tls.key"} {
+		if !slices.Contains(ctr.Args, arg) {
+			t.Errorf("server args %q lack %q", ctr.Args, arg)
+		}
+	}
+	if mountSecret(dep.Spec.Template.Spec, ctr, "/var/run/events-apiserver/serving-cert") != servingSecret {
+		t.Errorf("serving certificate is not mounted from Secret %s", servingSecret)
+	}
+	expectParsedFlags(t, ctr.Args, func(o *app.Options) {
+		if o.Certificates.Serving || o.Certificates.Etcd != "" || o.Certificates.Archive {
+			t.Errorf("with cert-manager the server still makes certificates: %+v", o.Certificates)
+		}
+	})
+	for _, role := range []string{"events-apiserver:certificates", "events-apiserver:etcd-certificates", "events-apiserver:archive-certificates"} {
+		if objs.find("Role", "rbac.authorization.k8s.io", role) != nil {
+			t.Errorf("with cert-manager the server may still write Secrets (Role %s)", role)
+		}
+	}
 	if api := objs.find("APIService", "apiregistration.k8s.io", summariesAPIServiceName); api.GetAnnotations()["cert-manager.io/inject-ca-from"] !=
 		objs.find("APIService", "apiregistration.k8s.io", apiServiceName).GetAnnotations()["cert-manager.io/inject-ca-from"] {
 		t.Errorf("APIService %s has its CA injected from %q, not from the serving certificate", summariesAPIServiceName, api.GetAnnotations()["cert-manager.io/inject-ca-from"])
@@ -888,66 +939,95 @@ func expectCertManager(t *testing.T, objs objects) {
 	}
 }
 
-// expectScriptCerts checks hack/gen-serving-cert.sh's overlay: no cert-manager
-// objects, the Secret holds its files, and the APIService's caBundle is its
-// CA, which verifies the serving certificate for the aggregator's name.
-func expectScriptCerts(t *testing.T, objs objects, dir string) {
+// expectSelfManaged checks the self-managed certificates: the server makes
+// the serving certificate (and, with etcd, the bundled etcd's in that mode;
+// with archive, the archive's) in its pod's namespace, may write those
+// Secrets and the APIServices' caBundle and nothing more, and nothing of
+// cert-manager is left.
+func expectSelfManaged(t *testing.T, objs objects, etcd string, archive bool) {
 	t.Helper()
+	dep := typed[appsv1.Deployment](t, objs.find("Deployment", "apps", "events-apiserver"))
+	ctr := dep.Spec.Template.Spec.Containers[0]
+	expectParsedFlags(t, ctr.Args, func(o *app.Options) {
+		got := []any{o.Certificates.Serving, o.Certificates.Etcd, o.Certificates.Archive}
+		if diff := cmp.Diff([]any{true, etcd, archive}, got); diff != "" {
+			t.Errorf("self-managed serving, etcd and archive certificates (-want +got):\n%s", diff)
+		}
+		if o.Recommended.SecureServing.ServerCert.CertKey.CertFile != "" {
+			t.Errorf("--tls-cert-file=%s beside the self-managed certificates", o.Recommended.SecureServing.ServerCert.CertKey.CertFile)
+		}
+	})
+	if !slices.ContainsFunc(ctr.Env, func(e corev1.EnvVar) bool {
+		return e.Name == "POD_NAMESPACE" && e.ValueFrom != nil && e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "metadata.namespace"
+	}) {
+		t.Error("the server is not given its pod's namespace (POD_NAMESPACE), where it keeps its certificates")
+	}
 	for _, o := range objs {
 		if o.GroupVersionKind().Group == "cert-manager.io" {
-			t.Errorf("the script's overlay still builds %s", printedName(o))
+			t.Errorf("the self-managed install builds %s", printedName(o))
 		}
 	}
-	caFile, err := os.ReadFile(filepath.Join(dir, "ca.crt"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var caBundle []byte
 	for _, name := range []string{apiServiceName, summariesAPIServiceName} {
-		api := objs.find("APIService", "apiregistration.k8s.io", name)
-		if _, ok := api.GetAnnotations()["cert-manager.io/inject-ca-from"]; ok {
-			t.Errorf("the script's overlay keeps the cert-manager CA injection annotation of APIService %s", name)
-		}
-		bundle, _, _ := unstructured.NestedString(api.Object, "spec", "caBundle")
-		caBundle, err = base64.StdEncoding.DecodeString(strings.ReplaceAll(bundle, "\n", ""))
-		if err != nil || !bytes.Equal(caBundle, caFile) {
-			t.Fatalf("APIService %s caBundle (%v) is not %s/ca.crt", name, err, dir)
+		if from := objs.find("APIService", "apiregistration.k8s.io", name).GetAnnotations()["cert-manager.io/inject-ca-from"]; from != "" {
+			t.Errorf("APIService %s has its CA injected from %s", name, from)
 		}
 	}
+	roles := map[string][]string{"events-apiserver:certificates": {"events-apiserver-ca", servingSecret}}
+	switch etcd {
+	case "bundled":
+		roles["events-apiserver:etcd-certificates"] = []string{"events-etcd-ca", "events-etcd-member", "events-etcd-peer", "events-etcd-client-ca", "events-apiserver-etcd-client", "events-etcd-kube-ca"}
+	case "offload":
+		roles["events-apiserver:etcd-certificates"] = []string{"events-etcd-ca", "events-etcd-peer", "events-etcd-client-ca", "events-apiserver-etcd-client", "events-etcd-kube-ca"}
+	}
+	if archive {
+		roles["events-apiserver:archive-certificates"] = []string{"events-victorialogs-ca", archiveTLSSecret, archiveAuthSecret}
+	}
+	for name, secrets := range roles {
+		o := objs.find("Role", "rbac.authorization.k8s.io", name)
+		if o == nil {
+			t.Errorf("no Role %s", name)
+			continue
+		}
+		want := []rbacv1.PolicyRule{
+			{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"create"}},
+			{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: secrets, Verbs: []string{"get", "list", "watch", "update"}},
+		}
+		if diff := cmp.Diff(want, typed[rbacv1.Role](t, o).Rules); diff != "" {
+			t.Errorf("Role %s rules (-want +got):\n%s", name, diff)
+		}
+	}
+	if objs.find("ClusterRole", "rbac.authorization.k8s.io", "events-apiserver:certificates") == nil {
+		t.Error("no ClusterRole events-apiserver:certificates (the APIServices' caBundle)")
+	}
+}
 
-	secretObj := objs.find("Secret", "", servingSecret)
-	if secretObj == nil {
-		t.Fatal("no Secret " + servingSecret)
+// expectParsedFlags parses the server's args as the server would and hands
+// the options to check.
+func expectParsedFlags(t *testing.T, args []string, check func(*app.Options)) {
+	t.Helper()
+	o := app.NewOptions()
+	fs := pflag.NewFlagSet("events-apiserver", pflag.ContinueOnError)
+	o.AddFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		t.Fatalf("the server does not take its args %q: %v", args, err)
 	}
-	secret := typed[corev1.Secret](t, secretObj)
-	if secret.Type != corev1.SecretTypeTLS {
-		t.Errorf("Secret type %q, want %q", secret.Type, corev1.SecretTypeTLS)
-	}
-	for _, key := range []string{"tls.crt", "tls.key", "ca.crt"} {
-		file, err := os.ReadFile(filepath.Join(dir, key))
+	check(o)
+}
+
+func mustParseCerts(t *testing.T, data []byte) []*x509.Certificate {
+	t.Helper()
+	var certs []*x509.Certificate
+	for block, rest := pem.Decode(data); block != nil; block, rest = pem.Decode(rest) {
+		c, err := x509.ParseCertificate(block.Bytes)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !bytes.Equal(secret.Data[key], file) {
-			t.Errorf("Secret key %s differs from %s/%s", key, dir, key)
-		}
+		certs = append(certs, c)
 	}
-
-	roots := x509.NewCertPool()
-	if !roots.AppendCertsFromPEM(caBundle) {
-		t.Fatal("caBundle holds no PEM certificate")
+	if len(certs) == 0 {
+		t.Fatal("no PEM certificate")
 	}
-	block, _ := pem.Decode(secret.Data["tls.crt"])
-	if block == nil {
-		t.Fatal("tls.crt holds no PEM block")
-	}
-	serving, err := x509.ParseCertificate(block.Bytes)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := serving.Verify(x509.VerifyOptions{Roots: roots, DNSName: servingDNSName, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}); err != nil {
-		t.Errorf("the serving certificate does not verify for %s against the caBundle: %v", servingDNSName, err)
-	}
+	return certs
 }
 
 func expectVersionPriority(t *testing.T, objs objects, want int64) {
@@ -1127,54 +1207,6 @@ func TestMetricsScraperMayGetMetricsOnly(t *testing.T) {
 	}
 }
 
-// expectScriptEtcdCerts checks the bundled etcd's certificates the script
-// made: the Secrets hold its etcd CA, the members' certificate verifies for
-// every member's name as a server and as a peer's client, and the server's
-// certificate as a client.
-func expectScriptEtcdCerts(t *testing.T, objs objects, dir string) {
-	t.Helper()
-	caFile, err := os.ReadFile(filepath.Join(dir, "etcd", "ca.crt"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	roots := x509.NewCertPool()
-	if !roots.AppendCertsFromPEM(caFile) {
-		t.Fatal("etcd/ca.crt holds no PEM certificate")
-	}
-	leaf := func(secretName string) *x509.Certificate {
-		t.Helper()
-		o := objs.find("Secret", "", secretName)
-		if o == nil {
-			t.Fatalf("no Secret %s", secretName)
-		}
-		secret := typed[corev1.Secret](t, o)
-		if !bytes.Equal(secret.Data["ca.crt"], caFile) {
-			t.Errorf("Secret %s ca.crt is not %s/etcd/ca.crt", secretName, dir)
-		}
-		block, _ := pem.Decode(secret.Data["tls.crt"])
-		if block == nil || len(secret.Data["tls.key"]) == 0 {
-			t.Fatalf("Secret %s lacks tls.crt or tls.key", secretName)
-		}
-		cert, err := x509.ParseCertificate(block.Bytes)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return cert
-	}
-	member := leaf("events-etcd-member")
-	for _, name := range etcdMembers {
-		for _, usage := range []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth} {
-			if _, err := member.Verify(x509.VerifyOptions{Roots: roots, DNSName: name, KeyUsages: []x509.ExtKeyUsage{usage}}); err != nil {
-				t.Errorf("the members' certificate does not verify for %s (usage %v): %v", name, usage, err)
-			}
-		}
-	}
-	client := leaf("events-apiserver-etcd-client")
-	if _, err := client.Verify(x509.VerifyOptions{Roots: roots, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}); err != nil {
-		t.Errorf("the server's etcd client certificate does not verify: %v", err)
-	}
-}
-
 // The archive's address, the same for the single node and a cluster.
 const archiveService = "events-victorialogs"
 
@@ -1281,19 +1313,26 @@ func expectServerReachesArchiveSecured(t *testing.T, objs objects) {
 	t.Helper()
 	dep := typed[appsv1.Deployment](t, objs.find("Deployment", "apps", "events-apiserver"))
 	args := dep.Spec.Template.Spec.Containers[0].Args
+	// Self-managed, the server writes the CA and the password it reads
+	// from their Secrets to /tmp; with cert-manager it mounts them.
+	dir := map[bool]string{true: "/tmp/archive", false: "/var/run/events-apiserver"}[slices.Contains(args, "--self-managed-archive-certificates")]
+	caFile, passwordFile := dir+"/ca.crt", dir+"/password"
+	if dir != "/tmp/archive" {
+		caFile, passwordFile = dir+"/archive-ca/ca.crt", dir+"/archive-auth/password"
+		expectSecretMounted(t, "the server", dep.Spec.Template, dir+"/archive-ca", archiveTLSSecret, map[string]string{"ca.crt": "ca.crt"})
+		expectSecretMounted(t, "the server", dep.Spec.Template, dir+"/archive-auth", archiveAuthSecret, map[string]string{"tls.key": "password"})
+	}
 	for _, arg := range []string{
 		"--archive=url",
 		"--archive-url=https://" + archiveService + "." + namespace + ".svc:9428",
-		"--archive-ca-file=/var/run/events-apiserver/archive-ca/ca.crt",
+		"--archive-ca-file=" + caFile,
 		"--archive-username=events-apiserver",
-		"--archive-password-file=/var/run/events-apiserver/archive-auth/password",
+		"--archive-password-file=" + passwordFile,
 	} {
 		if !slices.Contains(args, arg) {
 			t.Errorf("server args %q lack %q", args, arg)
 		}
 	}
-	expectSecretMounted(t, "the server", dep.Spec.Template, "/var/run/events-apiserver/archive-ca", archiveTLSSecret, map[string]string{"ca.crt": "ca.crt"})
-	expectSecretMounted(t, "the server", dep.Spec.Template, "/var/run/events-apiserver/archive-auth", archiveAuthSecret, map[string]string{"tls.key": "password"})
 }
 
 // expectArchiveCertManager checks the cert-manager objects of the archive:
@@ -1335,53 +1374,6 @@ func expectArchiveCertManager(t *testing.T, objs objects, names []string) {
 	}
 	if policy, _, _ := unstructured.NestedString(auth.Object, "spec", "privateKey", "rotationPolicy"); policy != "Never" {
 		t.Errorf("Certificate %s privateKey.rotationPolicy %q, want Never (the password stays across renewals)", archiveAuthSecret, policy)
-	}
-}
-
-// expectScriptArchiveCerts checks hack/gen-serving-cert.sh's archive
-// Secrets: the serving certificate verifies against victorialogs/ca.crt for
-// every name dialed, and the password is victorialogs/password.
-func expectScriptArchiveCerts(t *testing.T, objs objects, dir string, names []string) {
-	t.Helper()
-	caFile, err := os.ReadFile(filepath.Join(dir, "victorialogs", "ca.crt"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	roots := x509.NewCertPool()
-	if !roots.AppendCertsFromPEM(caFile) {
-		t.Fatal("victorialogs/ca.crt holds no PEM certificate")
-	}
-	tlsObj := objs.find("Secret", "", archiveTLSSecret)
-	if tlsObj == nil {
-		t.Fatal("no Secret " + archiveTLSSecret)
-	}
-	tlsSecret := typed[corev1.Secret](t, tlsObj)
-	if !bytes.Equal(tlsSecret.Data["ca.crt"], caFile) {
-		t.Errorf("Secret %s ca.crt is not %s/victorialogs/ca.crt", archiveTLSSecret, dir)
-	}
-	block, _ := pem.Decode(tlsSecret.Data["tls.crt"])
-	if block == nil || len(tlsSecret.Data["tls.key"]) == 0 {
-		t.Fatalf("Secret %s lacks tls.crt or tls.key", archiveTLSSecret)
-	}
-	serving, err := x509.ParseCertificate(block.Bytes)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, name := range names {
-		if _, err := serving.Verify(x509.VerifyOptions{Roots: roots, DNSName: name, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}); err != nil {
-			t.Errorf("VictoriaLogs' serving certificate does not verify for %s: %v", name, err)
-		}
-	}
-	authObj := objs.find("Secret", "", archiveAuthSecret)
-	if authObj == nil {
-		t.Fatal("no Secret " + archiveAuthSecret)
-	}
-	password, err := os.ReadFile(filepath.Join(dir, "victorialogs", "password"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := typed[corev1.Secret](t, authObj).Data["tls.key"]; len(bytes.TrimSpace(got)) < 32 || !bytes.Equal(got, password) {
-		t.Errorf("Secret %s tls.key is %d bytes, want %s/victorialogs/password (at least 32 bytes)", archiveAuthSecret, len(got), dir)
 	}
 }
 
@@ -1433,8 +1425,7 @@ func expectArchiveSingleNode(t *testing.T, objs objects) {
 // the front dials (each storage node's), which the serving certificate
 // must hold.
 var (
-	archiveSingleNodeNames = []string{archiveService + "." + namespace + ".svc"}
-	archiveClusterNames    = []string{
+	archiveClusterNames = []string{
 		archiveService + "." + namespace + ".svc",
 		"events-vlstorage-0.events-vlstorage." + namespace + ".svc",
 		"events-vlstorage-1.events-vlstorage." + namespace + ".svc",

@@ -87,6 +87,10 @@ type Config struct {
 	// too: in offload mode, where kube-apiserver writes events past the
 	// strategy. Otherwise only pending chains are resolved again.
 	Unannotated bool
+	// Seals, where kube-apiserver writes events past the strategy, tells
+	// the chains the server sealed from those others wrote, which are
+	// resolved again (the strategy replaces them); nil otherwise.
+	Seals *ancestry.Sealer
 	// NewClient returns an etcd client whose keys are under the storage
 	// prefix (pkg/apiserver.NewEtcdClient).
 	NewClient func() (*clientv3.Client, error)
@@ -101,7 +105,8 @@ type Config struct {
 }
 
 // Annotator follows the stored events in etcd and gives every one stored
-// with a pending chain (or, with Config.Unannotated, none) the chain of its
+// with a pending chain (or, with Config.Unannotated, none; with
+// Config.Seals, another writer's) the chain of its
 // regarding object, with one update through the store (an in-process
 // write, which the strategy resolves as it does a create's), resolving
 // again with a backoff while the chain stays pending. It reads every
@@ -210,7 +215,7 @@ func (a *Annotator) consider(ctx context.Context, kv *mvccpb.KeyValue, queue wor
 		klog.FromContext(ctx).V(2).Info("Skipping a stored event that does not decode", "key", string(kv.Key), "err", err)
 		return
 	}
-	if !a.wants(event) {
+	if !a.wants(ctx, event) {
 		return
 	}
 	queue.Add(item{
@@ -219,9 +224,11 @@ func (a *Annotator) consider(ctx context.Context, kv *mvccpb.KeyValue, queue wor
 	})
 }
 
-// wants tells whether event is one to give a chain.
-func (a *Annotator) wants(event *core.Event) bool {
-	return ownerchain.NeedsChain(event.Annotations) && (a.cfg.Unannotated || ownerchain.IsPending(event.Annotations))
+// wants tells whether event is one to give a chain: it has a pending one,
+// none (with Config.Unannotated), or another writer's.
+func (a *Annotator) wants(ctx context.Context, event *core.Event) bool {
+	return ownerchain.NeedsChain(event.Annotations) && (a.cfg.Unannotated || ownerchain.IsPending(event.Annotations)) ||
+		!a.cfg.Seals.Trusts(ctx, event)
 }
 
 // pendingKey is the ownerchain.PendingAnnotation's key as it is in a stored
@@ -275,7 +282,9 @@ func (a *Annotator) annotate(ctx context.Context, next item) error {
 	if !ok {
 		return fmt.Errorf("getting event %s returned %T", next.event, obj)
 	}
-	if !ownerchain.NeedsChain(event.Annotations) || (!ownerchain.IsPending(event.Annotations) && len(chain.Ancestors) == 0) {
+	// Another writer's chain is replaced even by none.
+	if a.cfg.Seals.Trusts(ctx, event) &&
+		(!ownerchain.NeedsChain(event.Annotations) || (!ownerchain.IsPending(event.Annotations) && len(chain.Ancestors) == 0)) {
 		return nil
 	}
 	_, _, err = a.cfg.Events.Update(ctx, next.event.Name, rest.DefaultUpdatedObjectInfo(event),

@@ -122,13 +122,15 @@ type eventStore interface {
 // step of a create's validation: a create reaches it after the strategy
 // prepared and validated it, admission validated it and its name was
 // generated, exactly as a create that is stored; and the folder writes
-// through the registry store, so that the strategy judges its writes too.
+// through the events store (REST, as an in-process writer), so that the
+// strategy judges its writes and resolves their chains too.
 type Folder struct {
 	config eventpolicy.Folding
 	// window is the group-commit window: FlushInterval, at most
 	// MaxFoldFlushInterval.
 	window time.Duration
-	// store is the registry store the folder writes through.
+	// store is the events store the folder writes through, given when
+	// the folder is made.
 	store eventStore
 	clock clock.WithDelayedExecution
 

@@ -100,7 +100,7 @@ func newREST(strategy eventregistry.Strategy, options Options, clk clock.WithDel
 	}
 	r := &REST{Store: store, strategy: strategy}
 	if options.Folding != nil {
-		if r.folder, err = newFolder(*options.Folding, store, clk); err != nil {
+		if r.folder, err = newFolder(*options.Folding, r, clk); err != nil {
 			store.DestroyFunc()
 			return nil, err
 		}
@@ -153,7 +153,9 @@ func (r *REST) create(ctx context.Context, event *core.Event, createValidation r
 				return err
 			}
 		}
-		r.strategy.ResolveChain(ctx, event)
+		if err := r.strategy.ResolveChain(ctx, event); err != nil {
+			return err
+		}
 		if r.folder == nil || (options != nil && len(options.DryRun) > 0) || !r.folder.folds(ctx, event) {
 			return nil
 		}
@@ -186,6 +188,55 @@ func (r *REST) create(ctx context.Context, event *core.Event, createValidation r
 // errFolded ends the generic store's create of an event the folder folds,
 // after its validation and before its write.
 var errFolded = errors.New("folded")
+
+// Update updates an event (or creates it, a PUT of an event that does not
+// exist). A chain of controller owners the stored event lacks, or has
+// pending, is resolved once the write passed validation and admission
+// (updateValidation, or createValidation for a create, which the generic
+// store calls with copies of the event it then stores): a refused update
+// reads nothing.
+func (r *REST) Update(ctx context.Context, name string, objInfo rest.UpdatedObjectInfo, createValidation rest.ValidateObjectFunc,
+	updateValidation rest.ValidateObjectUpdateFunc, forceAllowCreate bool, options *metav1.UpdateOptions) (runtime.Object, bool, error) {
+	updated := &updatedEvent{UpdatedObjectInfo: objInfo}
+	validateCreate := func(ctx context.Context, validated runtime.Object) error {
+		if createValidation != nil {
+			if err := createValidation(ctx, validated); err != nil {
+				return err
+			}
+		}
+		if updated.event == nil {
+			return nil
+		}
+		return r.strategy.ResolveChain(ctx, updated.event)
+	}
+	validateUpdate := func(ctx context.Context, validated, old runtime.Object) error {
+		if updateValidation != nil {
+			if err := updateValidation(ctx, validated, old); err != nil {
+				return err
+			}
+		}
+		oldEvent, ok := old.(*core.Event)
+		if !ok || updated.event == nil {
+			return nil
+		}
+		return r.strategy.ResolveUpdatedChain(ctx, updated.event, oldEvent)
+	}
+	return r.Store.Update(ctx, name, updated, validateCreate, validateUpdate, forceAllowCreate, options)
+}
+
+// updatedEvent is an update's new object that remembers the event it last
+// returned: the one the generic store prepares, validates (as a copy) and
+// stores.
+type updatedEvent struct {
+	rest.UpdatedObjectInfo
+	event *core.Event
+}
+
+func (u *updatedEvent) UpdatedObject(ctx context.Context, old runtime.Object) (runtime.Object, error) {
+	obj, err := u.UpdatedObjectInfo.UpdatedObject(ctx, old)
+	u.event, _ = obj.(*core.Event)
+	return obj, err
+}
 
 // Folder is the store's folder, nil when folding is off.
 func (r *REST) Folder() *Folder { return r.folder }
