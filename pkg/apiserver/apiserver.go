@@ -69,8 +69,9 @@ const eventsGroupPriority = 17750
 type ExtraConfig struct {
 	// EventTTL is the lease every create and update puts an event under.
 	EventTTL time.Duration
-	// StoreCache is what serves the store's reads from memory where the
-	// storage factory gives a watch cache; "" is the compact live store.
+	// StoreCache is what serves the store's reads from memory; "" is the
+	// compact live store, eventstorage.NoStoreCache none (every read from
+	// etcd, as with --watch-cache=false).
 	StoreCache eventstorage.StoreCache
 	// SeriesSweeper, when set, runs the series controllers
 	// (pkg/registry/event/series: the state controller and the sweeper)
@@ -180,35 +181,15 @@ func (c CompletedConfig) New(ctx context.Context) (_ *EventsServer, err error) {
 		return nil, err
 	}
 
-	// Writes refused by an etcd out of space answer 503 with a Retry-After.
-	// Under an election, the elected loops' writes are fenced.
-	storageOptions := c.GenericConfig.RESTOptionsGetter
 	// With an archive, the store's cache orders the live events by their
 	// last observation too: history pages read theirs alone.
 	var timeline *eventstorage.Timeline
 	if c.ExtraConfig.Archive != nil {
 		timeline = eventstorage.NewTimeline()
 	}
-	storageOptions = eventstorage.WithStoreCache(storageOptions, c.ExtraConfig.StoreCache, timeline)
-	if !c.ExtraConfig.LeaderElection.Disabled {
-		storageOptions = fencedWrites{storageOptions}
-	}
-	// In a cluster, every write (the in-process ones of the mirror and the
-	// series controllers included) resolves new events' chains.
-	strategy := eventregistry.NewStrategy(Scheme)
-	if c.ExtraConfig.Chains != nil {
-		strategy = strategy.WithChainResolver(c.ExtraConfig.Chains)
-	}
-	// Where kube-apiserver writes events past the strategy, the chains
-	// the server sets are sealed, and others' resolved again.
-	seals, err := c.chainSealer()
+	store, err := c.newStore(timeline)
 	if err != nil {
 		return nil, err
-	}
-	strategy = strategy.WithChainSealer(seals)
-	store, err := eventstorage.NewREST(strategy, storageUnavailable{storageOptions}, c.ExtraConfig.EventTTL, c.ExtraConfig.Fold)
-	if err != nil {
-		return nil, fmt.Errorf("creating the events store: %w", err)
 	}
 
 	// The history pages and the summaries sign their continue tokens.
@@ -252,6 +233,43 @@ func (c CompletedConfig) New(ctx context.Context) (_ *EventsServer, err error) {
 		return nil, err
 	}
 	return &EventsServer{GenericAPIServer: genericServer, Events: store, Controllers: controllers}, nil
+}
+
+// newStore is the events store, its strategy and its storage as the
+// configuration asks, feeding timeline when it is not nil.
+func (c CompletedConfig) newStore(timeline *eventstorage.Timeline) (*eventstorage.REST, error) {
+	// In a cluster, every write (the in-process ones of the mirror and the
+	// series controllers included) resolves new events' chains.
+	strategy := eventregistry.NewStrategy(Scheme)
+	if c.ExtraConfig.Chains != nil {
+		strategy = strategy.WithChainResolver(c.ExtraConfig.Chains)
+	}
+	// Where kube-apiserver writes events past the strategy, the chains
+	// the server sets are sealed, and others' resolved again.
+	seals, err := c.chainSealer()
+	if err != nil {
+		return nil, err
+	}
+	strategy = strategy.WithChainSealer(seals)
+	options := eventstorage.Options{
+		RESTOptions: c.GenericConfig.RESTOptionsGetter,
+		TTL:         c.ExtraConfig.EventTTL,
+		Folding:     c.ExtraConfig.Fold,
+		Cache:       c.ExtraConfig.StoreCache,
+		Timeline:    timeline,
+		// Writes refused by an etcd out of space answer 503 with a
+		// Retry-After.
+		Unavailable: unavailableErrors,
+	}
+	// Under an election, the elected loops' writes are fenced.
+	if !c.ExtraConfig.LeaderElection.Disabled {
+		options.FencedWrites = fencedWrites
+	}
+	store, err := eventstorage.NewREST(strategy, options)
+	if err != nil {
+		return nil, fmt.Errorf("creating the events store: %w", err)
+	}
+	return store, nil
 }
 
 // installAPIs installs served as /api/v1 events and as events.k8s.io/v1beta1

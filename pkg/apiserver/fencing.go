@@ -18,13 +18,10 @@ package apiserver
 
 import (
 	"context"
-	"fmt"
 	"sync"
 
 	"go.etcd.io/etcd/client/v3/kubernetes"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apiserver/pkg/registry/generic"
 	"k8s.io/apiserver/pkg/storage"
 	"k8s.io/apiserver/pkg/storage/etcd3"
 	"k8s.io/apiserver/pkg/storage/storagebackend"
@@ -34,36 +31,26 @@ import (
 	"github.com/kube-events/events-apiserver/pkg/leaderelection"
 )
 
-// fencedWrites builds its getter's storage so that the writes of the
-// elected loops (the series controllers and the mirror, whose contexts
-// carry the election's fence: leaderelection.FenceFrom) are applied only
-// while this replica leads: each is one etcd transaction that also
-// compares the campaign key (leaderelection.NewKV), refused with
-// leaderelection.ErrFenced once the term is over. The generic storage
-// builds its etcd client where no KV wrapper can reach it, so those writes
-// go through an etcd3 store of their own, on the same configuration (key
-// prefix, codec, transformer, leases) and a client of NewKV; reads,
-// watches and every other write go to the generic storage (and its watch
-// cache) unchanged.
-type fencedWrites struct {
-	generic.RESTOptionsGetter
-}
-
-func (g fencedWrites) GetRESTOptions(resource schema.GroupResource, example runtime.Object) (generic.RESTOptions, error) {
-	return wrapStorage(g.RESTOptionsGetter, resource, example, func(config *storagebackend.ConfigForResource, resourcePrefix string, newFunc, newListFunc func() runtime.Object,
-		s storage.Interface, destroy factory.DestroyFunc,
-	) (storage.Interface, factory.DestroyFunc, error) {
-		fenced, destroyFenced, err := newFencedStore(config, resourcePrefix, newFunc, newListFunc)
-		if err != nil {
-			destroy()
-			return nil, nil, fmt.Errorf("the store of the elected loops' writes: %w", err)
-		}
-		var once sync.Once
-		return fencedStorage{Interface: s, fenced: fenced}, func() {
-			destroy()
-			once.Do(destroyFenced)
-		}, nil
-	})
+// fencedWrites is the storage of the events store's writes over under,
+// so that the writes of the elected loops (the series controllers and the
+// mirror, whose contexts carry the election's fence:
+// leaderelection.FenceFrom) are applied only while this replica leads:
+// each is one etcd transaction that also compares the campaign key
+// (leaderelection.NewKV), refused with leaderelection.ErrFenced once the
+// term is over. The generic storage builds its etcd client where no KV
+// wrapper can reach it, so those writes go through an etcd3 store of their
+// own, on the same configuration (key prefix, codec, transformer, leases)
+// and a client of NewKV; reads, watches and every other write go to under
+// unchanged.
+func fencedWrites(config *storagebackend.ConfigForResource, resourcePrefix string, newFunc, newListFunc func() runtime.Object,
+	under storage.Interface,
+) (storage.Interface, factory.DestroyFunc, error) {
+	fenced, destroyFenced, err := newFencedStore(config, resourcePrefix, newFunc, newListFunc)
+	if err != nil {
+		return nil, nil, err
+	}
+	var once sync.Once
+	return fencedStorage{Interface: under, fenced: fenced}, func() { once.Do(destroyFenced) }, nil
 }
 
 // newFencedStore is an etcd3 store as the generic storage factory makes

@@ -25,8 +25,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apiserver/pkg/registry/generic"
-	genericregistry "k8s.io/apiserver/pkg/registry/generic/registry"
 	"k8s.io/apiserver/pkg/registry/rest"
 	"k8s.io/apiserver/pkg/storage/etcd3/testserver"
 
@@ -52,9 +50,10 @@ import (
 func TestElectedStoreWritesAreFenced(t *testing.T) {
 	etcdClient := testserver.RunEtcd(t, nil)
 	resourceConfig := eventsStorageConfig(t, etcdClient.Endpoints())
-	store, err := eventstorage.NewREST(eventregistry.NewStrategy(Scheme), fencedWrites{fixedRESTOptions{
-		StorageConfig: resourceConfig, Decorator: genericregistry.StorageWithCacher(), ResourcePrefix: "events", DeleteCollectionWorkers: 1,
-	}}, time.Hour, nil)
+	store, err := eventstorage.NewREST(eventregistry.NewStrategy(Scheme), eventstorage.Options{
+		RESTOptions: fixedRESTOptions{StorageConfig: resourceConfig, ResourcePrefix: "events", DeleteCollectionWorkers: 1},
+		TTL:         time.Hour, Cache: eventstorage.WatchCache, FencedWrites: fencedWrites,
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,5 +206,3 @@ func TestElectedStoreWritesAreFenced(t *testing.T) {
 		t.Errorf("a client's create: %v", err)
 	}
 }
-
-var _ generic.RESTOptionsGetter = fencedWrites{}

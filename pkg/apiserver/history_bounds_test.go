@@ -35,7 +35,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apiserver/pkg/authentication/user"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
-	genericregistry "k8s.io/apiserver/pkg/registry/generic/registry"
 	"k8s.io/apiserver/pkg/storage/etcd3/testserver"
 	"k8s.io/component-base/metrics/legacyregistry"
 
@@ -68,9 +67,10 @@ func newHistoryFixture(t *testing.T) historyFixture {
 	}
 	t.Cleanup(func() { _ = a.Close() })
 	timeline := eventstorage.NewTimeline()
-	store, err := eventstorage.NewREST(eventregistry.NewStrategy(Scheme), eventstorage.WithStoreCache(fixedRESTOptions{
-		StorageConfig: resourceConfig, Decorator: genericregistry.StorageWithCacher(), ResourcePrefix: "events", DeleteCollectionWorkers: 1,
-	}, eventstorage.CompactStore, timeline), time.Hour, nil)
+	store, err := eventstorage.NewREST(eventregistry.NewStrategy(Scheme), eventstorage.Options{
+		RESTOptions: fixedRESTOptions{StorageConfig: resourceConfig, ResourcePrefix: "events", DeleteCollectionWorkers: 1},
+		TTL:         time.Hour, Cache: eventstorage.CompactStore, Timeline: timeline,
+	})
 	if err != nil {
 		t.Fatal(err)
 	}

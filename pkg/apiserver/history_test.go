@@ -33,7 +33,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
-	genericregistry "k8s.io/apiserver/pkg/registry/generic/registry"
 	"k8s.io/apiserver/pkg/storage/etcd3/testserver"
 	"k8s.io/component-base/metrics/legacyregistry"
 
@@ -143,9 +142,10 @@ func testHistoryPageReadsItsOwnLiveEvents(t *testing.T, cache eventstorage.Store
 		t.Fatal(err)
 	}
 	timeline := eventstorage.NewTimeline()
-	store, err := eventstorage.NewREST(eventregistry.NewStrategy(Scheme), eventstorage.WithStoreCache(fixedRESTOptions{
-		StorageConfig: resourceConfig, Decorator: genericregistry.StorageWithCacher(), ResourcePrefix: "events", DeleteCollectionWorkers: 1,
-	}, cache, timeline), time.Hour, nil)
+	store, err := eventstorage.NewREST(eventregistry.NewStrategy(Scheme), eventstorage.Options{
+		RESTOptions: fixedRESTOptions{StorageConfig: resourceConfig, ResourcePrefix: "events", DeleteCollectionWorkers: 1},
+		TTL:         time.Hour, Cache: cache, Timeline: timeline,
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -258,9 +258,10 @@ func testClientReadsLeaveTheTimelineWhole(t *testing.T, cache eventstorage.Store
 	etcdClient := testserver.RunEtcd(t, nil)
 	resourceConfig := eventsStorageConfig(t, etcdClient.Endpoints())
 	timeline := eventstorage.NewTimeline()
-	store, err := eventstorage.NewREST(eventregistry.NewStrategy(Scheme), eventstorage.WithStoreCache(fixedRESTOptions{
-		StorageConfig: resourceConfig, Decorator: genericregistry.StorageWithCacher(), ResourcePrefix: "events", DeleteCollectionWorkers: 1,
-	}, cache, timeline), time.Hour, nil)
+	store, err := eventstorage.NewREST(eventregistry.NewStrategy(Scheme), eventstorage.Options{
+		RESTOptions: fixedRESTOptions{StorageConfig: resourceConfig, ResourcePrefix: "events", DeleteCollectionWorkers: 1},
+		TTL:         time.Hour, Cache: cache, Timeline: timeline,
+	})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -28,10 +28,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apiserver/pkg/registry/generic"
 	"k8s.io/apiserver/pkg/storage"
-	"k8s.io/apiserver/pkg/storage/storagebackend"
-	"k8s.io/apiserver/pkg/storage/storagebackend/factory"
 )
 
 // RetryAfterSeconds is the Retry-After of a request etcd refused for a
@@ -41,21 +38,14 @@ import (
 // maintenance (or the events' expiry) frees space or etcd elects a leader.
 const RetryAfterSeconds = 1
 
-// storageUnavailable builds its getter's storage so that a request etcd
+// unavailableErrors is the storage of the events store's writes and of
+// the reads its cache does not serve, over under, so that a request etcd
 // refuses for a passing reason answers 503 Service Unavailable with a
 // Retry-After instead of the 500 Internal Error the generic store makes of
 // an unknown storage error: the server is fine, and the request can
 // succeed once etcd can take it (see unavailable).
-type storageUnavailable struct {
-	generic.RESTOptionsGetter
-}
-
-func (g storageUnavailable) GetRESTOptions(resource schema.GroupResource, example runtime.Object) (generic.RESTOptions, error) {
-	return wrapStorage(g.RESTOptionsGetter, resource, example, func(config *storagebackend.ConfigForResource, _ string, _, _ func() runtime.Object,
-		s storage.Interface, destroy factory.DestroyFunc,
-	) (storage.Interface, factory.DestroyFunc, error) {
-		return unavailableStorage{Interface: s, resource: config.GroupResource}, destroy, nil
-	})
+func unavailableErrors(under storage.Interface, resource schema.GroupResource) storage.Interface {
+	return unavailableStorage{Interface: under, resource: resource}
 }
 
 // unavailableStorage converts the errors of its reads and writes that

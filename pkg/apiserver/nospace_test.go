@@ -79,9 +79,10 @@ func TestNoSpaceIsServiceUnavailable(t *testing.T) {
 	client := testserver.RunEtcd(t, cfg)
 
 	resourceConfig := eventsStorageConfig(t, client.Endpoints())
-	store, err := eventstorage.NewREST(eventregistry.NewStrategy(Scheme), storageUnavailable{fixedRESTOptions{
-		StorageConfig: resourceConfig, Decorator: generic.UndecoratedStorage, ResourcePrefix: "events", DeleteCollectionWorkers: 1,
-	}}, time.Hour, nil)
+	store, err := eventstorage.NewREST(eventregistry.NewStrategy(Scheme), eventstorage.Options{
+		RESTOptions: fixedRESTOptions{StorageConfig: resourceConfig, ResourcePrefix: "events", DeleteCollectionWorkers: 1},
+		TTL:         time.Hour, Unavailable: unavailableErrors,
+	})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,13 +18,8 @@ package apiserver
 
 import (
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apiserver/pkg/registry/generic"
 	serverstorage "k8s.io/apiserver/pkg/server/storage"
-	"k8s.io/apiserver/pkg/storage"
 	"k8s.io/apiserver/pkg/storage/storagebackend"
-	"k8s.io/apiserver/pkg/storage/storagebackend/factory"
-	"k8s.io/client-go/tools/cache"
 	basecompatibility "k8s.io/component-base/compatibility"
 
 	"github.com/kube-events/events-apiserver/pkg/apis/core"
@@ -62,33 +57,4 @@ func NewStorageFactory(config storagebackend.Config, mediaType string, effective
 	factory := serverstorage.NewDefaultStorageFactory(config, mediaType, Codecs, encoding, resources, nil)
 	factory.AddCohabitatingResources(coreEvents, eventsEvents)
 	return factory
-}
-
-// storageWrapper wraps the storage of one resource, as the getter's
-// decorator made it (s, with its destroy function).
-type storageWrapper func(config *storagebackend.ConfigForResource, resourcePrefix string, newFunc, newListFunc func() runtime.Object,
-	s storage.Interface, destroy factory.DestroyFunc) (storage.Interface, factory.DestroyFunc, error)
-
-// wrapStorage returns getter's options for resource, whose decorator
-// wraps the storage it makes with wrap: how storageUnavailable and
-// fencedWrites each add their layer.
-func wrapStorage(getter generic.RESTOptionsGetter, resource schema.GroupResource, example runtime.Object, wrap storageWrapper) (generic.RESTOptions, error) {
-	options, err := getter.GetRESTOptions(resource, example)
-	if err != nil {
-		return options, err
-	}
-	decorate := options.Decorator
-	if decorate == nil {
-		decorate = generic.UndecoratedStorage
-	}
-	options.Decorator = func(config *storagebackend.ConfigForResource, resourcePrefix string, keyFunc func(runtime.Object) (string, error),
-		newFunc, newListFunc func() runtime.Object, attrFunc storage.AttrFunc, trigger storage.IndexerFuncs, indexers *cache.Indexers,
-	) (storage.Interface, factory.DestroyFunc, error) {
-		s, destroy, err := decorate(config, resourcePrefix, keyFunc, newFunc, newListFunc, attrFunc, trigger, indexers)
-		if err != nil {
-			return s, destroy, err
-		}
-		return wrap(config, resourcePrefix, newFunc, newListFunc, s, destroy)
-	}
-	return options, nil
 }

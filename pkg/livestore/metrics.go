@@ -45,6 +45,18 @@ var (
 		Help:           "Watches of etcd the compact live store started again from its revision after one ended (closed, etcd unavailable), by resource; the watches it serves go on.",
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"resource"})
+	loadingBytesGauge = metrics.NewGaugeVec(&metrics.GaugeOpts{
+		Namespace: "events_apiserver", Subsystem: "live_store", Name: "loading_bytes",
+		Help: "Memory the table a list is loading into the compact live store maps so far (part of mapped_bytes), by resource; " +
+			"past the relist bound, the old table is dropped.",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"resource"})
+	droppedTablesTotal = metrics.NewCounterVec(&metrics.CounterOpts{
+		Namespace: "events_apiserver", Subsystem: "live_store", Name: "dropped_tables_total",
+		Help: "Relists of the compact live store whose new table outgrew the relist bound, so that the old table was dropped and every read went to etcd " +
+			"until the new one was complete, by resource.",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"resource"})
 	watchersGauge = metrics.NewGaugeVec(&metrics.GaugeOpts{
 		Namespace: "events_apiserver", Subsystem: "live_store", Name: "watchers",
 		Help:           "Watches the compact live store serves, by resource.",
@@ -69,7 +81,7 @@ var (
 // which the server's /metrics serves. Safe to call more than once.
 func registerMetrics() {
 	registerOnce.Do(func() {
-		legacyregistry.MustRegister(objectsGauge, mappedBytesGauge, relistsTotal, rewatchesTotal, watchersGauge, scansGauge, slowWatchersTotal)
+		legacyregistry.MustRegister(objectsGauge, mappedBytesGauge, loadingBytesGauge, droppedTablesTotal, relistsTotal, rewatchesTotal, watchersGauge, scansGauge, slowWatchersTotal)
 		mappedBytesGauge.Set(float64(MappedBytes()))
 	})
 }

@@ -30,6 +30,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -58,13 +60,15 @@ type feedControl struct {
 	// signaled (once per gate) when a list waits at it.
 	gate    chan struct{}
 	listing chan struct{}
+	// continued says the gate holds the pages after the first instead.
+	continued bool
 }
 
 func (f *feedControl) GetList(ctx context.Context, key string, opts storage.ListOptions, listObj runtime.Object) error {
 	f.mu.Lock()
-	gate, listing := f.gate, f.listing
+	gate, listing, continued := f.gate, f.listing, f.continued
 	f.mu.Unlock()
-	if gate != nil && key == resourcePrefix && opts.Predicate.Limit > 0 && opts.Predicate.Continue == "" && opts.ResourceVersion == "" {
+	if gate != nil && key == resourcePrefix && opts.Predicate.Limit > 0 && (opts.Predicate.Continue != "") == continued && opts.ResourceVersion == "" {
 		select {
 		case listing <- struct{}{}:
 		default:
@@ -81,9 +85,18 @@ func (f *feedControl) GetList(ctx context.Context, key string, opts storage.List
 // holdLists holds the lists that (re)load the store from now on, until the
 // returned function is called; listing receives when one waits.
 func (f *feedControl) holdLists() (listing <-chan struct{}, release func()) {
+	return f.hold(false)
+}
+
+// holdContinuedLists is holdLists for the pages after the first.
+func (f *feedControl) holdContinuedLists() (listing <-chan struct{}, release func()) {
+	return f.hold(true)
+}
+
+func (f *feedControl) hold(continued bool) (listing <-chan struct{}, release func()) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.gate, f.listing = make(chan struct{}), make(chan struct{}, 1)
+	f.gate, f.listing, f.continued = make(chan struct{}), make(chan struct{}, 1), continued
 	gate := f.gate
 	return f.listing, func() {
 		f.mu.Lock()
@@ -488,6 +501,87 @@ func TestReadsDuringRelist(t *testing.T) {
 	if got := metricValue(t, "events_apiserver_live_store_relists_total"); got != relists+1 {
 		t.Errorf("relists_total went from %v to %v, want one relist", relists, got)
 	}
+}
+
+// A relist whose new table outgrows RelistBytes drops the old one: from
+// then on, until the new table is complete, reads at "0" are etcd's (not
+// the old table's, nor the part of the new one loaded), the watches the
+// old table served end, and the drop is counted; the new table then serves
+// as before.
+func TestRelistPastItsBoundDropsTheOldTable(t *testing.T) {
+	clk := testingclock.NewFakeClock(time.Now())
+	env := newControlledEnv(t, func(c *livestore.Config) {
+		c.Clock = clk
+		// A chunk of the new table is past the bound: its first page
+		// drops the old table, and its second waits.
+		c.RelistBytes = 1
+		c.ListPageSize = 1
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), wait.ForeverTestTimeout)
+	defer cancel()
+	for _, name := range []string{"a", "b", "c"} {
+		createPod(ctx, t, env.etcd, "ns", name, "node-1", nil)
+	}
+	waitStoreHolds(t, env.store, 3)
+	w, err := env.store.Watch(ctx, resourcePrefix, storage.ListOptions{ResourceVersion: "0", Recursive: true, Predicate: storage.Everything})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	dropped := metricValue(t, "events_apiserver_live_store_dropped_tables_total")
+
+	listing, release := env.control.holdContinuedLists()
+	gone := apierrors.NewResourceExpired("required revision has been compacted")
+	env.control.endFeeds(&watch.Event{Type: watch.Error, Object: &gone.ErrStatus})
+	for waiting := true; waiting; {
+		select {
+		case <-listing:
+			waiting = false
+		case <-ctx.Done():
+			t.Fatal("the store did not relist")
+		case <-time.After(10 * time.Millisecond):
+			clk.Step(time.Minute)
+		}
+	}
+	for {
+		if _, ok := next(t, w); !ok {
+			break
+		}
+	}
+	if got := metricValue(t, "events_apiserver_live_store_dropped_tables_total"); got != dropped+1 {
+		t.Errorf("dropped_tables_total went from %v to %v, want one drop", dropped, got)
+	}
+	createPod(ctx, t, env.etcd, "ns", "during", "node-1", nil)
+	for _, rv := range []string{"0", ""} {
+		list, err := listPods(ctx, env.store, rv)
+		if err != nil {
+			t.Fatalf("list at %q during the relist: %v", rv, err)
+		}
+		if diff := cmp.Diff([]string{"a", "b", "c", "during"}, podNames(list)); diff != "" {
+			t.Errorf("list at %q during the relist, past the bound (-etcd's +got):\n%s", rv, diff)
+		}
+	}
+	release()
+	// Reads at "0" are etcd's until then: the objects the store holds
+	// tell that the new table is in place.
+	err = wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, wait.ForeverTestTimeout, true, func(context.Context) (bool, error) {
+		return metricValue(t, "events_apiserver_live_store_objects") == 4, nil
+	})
+	if err != nil {
+		t.Fatalf("the new table did not take the old one's place: %v", err)
+	}
+	if got := metricValue(t, "events_apiserver_live_store_loading_bytes"); got != 0 {
+		t.Errorf("loading_bytes %v once the table is loaded, want 0", got)
+	}
+}
+
+// podNames are the names of list's Pods, in its order.
+func podNames(list *example.PodList) []string {
+	names := make([]string, 0, len(list.Items))
+	for _, pod := range list.Items {
+		names = append(names, pod.Name)
+	}
+	return names
 }
 
 // A list whose client has gone stops scanning.

@@ -91,6 +91,15 @@ type Config struct {
 	// which the history shares: what it costs beyond the live table is
 	// the records the window's changes replaced or deleted.
 	HistoryBytes int
+	// RelistBytes bounds the memory of the table a relist loads while the
+	// old table still serves the reads that need not be fresh: once the
+	// new table maps more, the old one is dropped, and every read goes to
+	// etcd until the new table is complete. So a relist maps at most the
+	// old table plus RelistBytes at once. 0 means DefaultRelistBytes.
+	RelistBytes int64
+	// ListPageSize is the page of the lists that load the store: no more
+	// objects than this are decoded at once. 0 means DefaultListPageSize.
+	ListPageSize int64
 	// Clock is the clock of bookmarks and waits; nil means the real one.
 	Clock clock.Clock
 }
@@ -101,6 +110,13 @@ const (
 	// DefaultHistoryBytes caps the states of the window's changes: 75 s
 	// of 2,500 changes a second of 1 KiB states, with room.
 	DefaultHistoryBytes = 256 << 20
+	// DefaultRelistBytes is the memory a relist's new table may map
+	// beside the old one: about 200,000 events of 1 KiB. A larger store
+	// drops its old table during a relist, and serves its reads from etcd
+	// until the new one is complete, rather than hold both.
+	DefaultRelistBytes = 256 << 20
+	// DefaultListPageSize is the page of the lists that (re)load the store.
+	DefaultListPageSize = 10000
 )
 
 const (
@@ -109,9 +125,6 @@ const (
 	freshTimeout = 3 * time.Second
 	// tooHighRetrySeconds is the Retry-After of a read that waited in vain.
 	tooHighRetrySeconds = 1
-	// listPageSize is the page of the lists that (re)load the store: no
-	// more than this many objects are decoded at once.
-	listPageSize = 10000
 	// bookmarkFrequency is how often a watcher that allows bookmarks gets
 	// one, at the least (the cacher's).
 	bookmarkFrequency = time.Minute
@@ -159,8 +172,12 @@ type Store struct {
 	// again: reads that must be fresh go to etcd, the others are served
 	// from the table, which is older than etcd.
 	relisting bool
-	history   *history
-	watchers  *watcherSet
+	// dropped says the relist's new table outgrew Config.RelistBytes and
+	// the old table was let go: every read goes to etcd until the new
+	// table is in place.
+	dropped  bool
+	history  *history
+	watchers *watcherSet
 
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -188,6 +205,12 @@ func New(config Config) (*Store, error) {
 	}
 	if config.HistoryWindow <= 0 {
 		config.HistoryWindow = DefaultHistoryWindow
+	}
+	if config.RelistBytes <= 0 {
+		config.RelistBytes = DefaultRelistBytes
+	}
+	if config.ListPageSize <= 0 {
+		config.ListPageSize = DefaultListPageSize
 	}
 	if config.Feed == nil {
 		config.Feed = config.Storage
@@ -268,7 +291,7 @@ func (s *Store) Ready() bool {
 // serving is whether a read is served from memory now: the store has
 // listed, and a read that must be fresh does not wait for a relist.
 func (s *Store) servingLocked(fresh bool) bool {
-	return s.ready && (!fresh || !s.relisting)
+	return s.ready && !s.dropped && (!fresh || !s.relisting)
 }
 
 // errFeedBroken wraps what the store could not apply from its watch: the
@@ -342,6 +365,7 @@ func (s *Store) beginRelist() {
 func (s *Store) relist(ctx context.Context) error {
 	table := NewTable(s.indexNames())
 	listRV, err := s.load(ctx, table)
+	loadingBytesGauge.WithLabelValues(s.config.GroupResource.String()).Set(0)
 	if err != nil {
 		table.Close()
 		return err
@@ -351,7 +375,7 @@ func (s *Store) relist(ctx context.Context) error {
 	s.table = table
 	s.rv = listRV
 	s.ready = true
-	s.relisting = false
+	s.relisting, s.dropped = false, false
 	s.history.reset(table, listRV)
 	s.watchers.terminateAll(listRV)
 	objectsGauge.WithLabelValues(s.config.GroupResource.String()).Set(float64(table.Len()))
@@ -359,6 +383,30 @@ func (s *Store) relist(ctx context.Context) error {
 	s.mu.Unlock()
 	old.Close()
 	return nil
+}
+
+// dropOldTable lets the old table go while a relist loads the new one,
+// past Config.RelistBytes: the reads it served go to etcd, and the watches
+// it served end (their clients resume from their last resourceVersion)
+// until the new table is in place.
+func (s *Store) dropOldTable() {
+	s.mu.Lock()
+	if !s.relisting {
+		// The first list: there is no old table.
+		s.mu.Unlock()
+		return
+	}
+	old := s.table
+	s.table = NewTable(s.indexNames())
+	s.relisting, s.dropped = false, true
+	s.history.reset(s.table, s.rv)
+	s.watchers.terminateAll(s.rv)
+	objectsGauge.WithLabelValues(s.config.GroupResource.String()).Set(0)
+	s.cond.Broadcast()
+	s.mu.Unlock()
+	old.Close()
+	droppedTablesTotal.WithLabelValues(s.config.GroupResource.String()).Inc()
+	s.logger.Info("Live store dropped its old table during a relist: reads go to etcd until the new one is complete", "relistBytes", s.config.RelistBytes)
 }
 
 // follow applies the changes of a watch from the store's revision until
@@ -400,11 +448,13 @@ func (s *Store) indexNames() []string {
 	return names
 }
 
-// load lists every object into table, a page at a time, at one revision.
+// load lists every object into table, a page at a time, at one revision,
+// dropping the old table once table maps more than Config.RelistBytes.
 func (s *Store) load(ctx context.Context, table *Table) (uint64, error) {
 	var listRV uint64
 	opts := storage.ListOptions{Recursive: true, Predicate: storage.Everything}
-	opts.Predicate.Limit = listPageSize
+	opts.Predicate.Limit = s.config.ListPageSize
+	bounded := false
 	for {
 		list := s.config.NewListFunc()
 		if err := s.feed.GetList(ctx, s.config.ResourcePrefix, opts, list); err != nil {
@@ -428,6 +478,11 @@ func (s *Store) load(ctx context.Context, table *Table) (uint64, error) {
 		})
 		if err != nil {
 			return 0, err
+		}
+		loadingBytesGauge.WithLabelValues(s.config.GroupResource.String()).Set(float64(table.arena.mapped.Load()))
+		if !bounded && table.arena.mapped.Load() > s.config.RelistBytes {
+			bounded = true
+			s.dropOldTable()
 		}
 		if listMeta.GetContinue() == "" {
 			return listRV, nil
@@ -594,7 +649,7 @@ func (s *Store) waitFreshLocked(ctx context.Context, rv uint64) error {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		if !s.ready {
+		if !s.servingLocked(false) {
 			return errNotServing
 		}
 		if !s.clock.Now().Before(deadline) {

@@ -28,7 +28,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/registry/generic"
-	genericregistry "k8s.io/apiserver/pkg/registry/generic/registry"
 	"k8s.io/apiserver/pkg/storage/storagebackend"
 	"k8s.io/apiserver/pkg/util/compatibility"
 
@@ -48,11 +47,13 @@ func Start(t testing.TB, watchCache bool) *eventstorage.REST {
 	config := storagebackend.NewDefaultConfig(apiserver.DefaultEtcdPathPrefix, nil)
 	config.Transport.ServerList = etcd.Endpoints
 	factory := apiserver.NewStorageFactory(*config, apiserver.StorageMediaType, compatibility.DefaultBuildEffectiveVersion())
-	decorator := generic.UndecoratedStorage
+	cache := eventstorage.NoStoreCache
 	if watchCache {
-		decorator = genericregistry.StorageWithCacher()
+		cache = eventstorage.WatchCache
 	}
-	store, err := eventstorage.NewREST(eventregistry.NewStrategy(apiserver.Scheme), restOptions{factory: factory, decorator: decorator}, time.Hour, nil)
+	store, err := eventstorage.NewREST(eventregistry.NewStrategy(apiserver.Scheme), eventstorage.Options{
+		RESTOptions: restOptions{factory: factory}, TTL: time.Hour, Cache: cache,
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +68,6 @@ type restOptions struct {
 		NewConfig(schema.GroupResource, runtime.Object) (*storagebackend.ConfigForResource, error)
 		ResourcePrefix(schema.GroupResource) string
 	}
-	decorator generic.StorageDecorator
 }
 
 func (o restOptions) GetRESTOptions(resource schema.GroupResource, example runtime.Object) (generic.RESTOptions, error) {
@@ -76,7 +76,7 @@ func (o restOptions) GetRESTOptions(resource schema.GroupResource, example runti
 		return generic.RESTOptions{}, err
 	}
 	return generic.RESTOptions{
-		StorageConfig: cfg, Decorator: o.decorator,
+		StorageConfig:  cfg,
 		ResourcePrefix: o.factory.ResourcePrefix(resource), DeleteCollectionWorkers: 1,
 	}, nil
 }

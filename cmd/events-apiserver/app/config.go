@@ -30,11 +30,13 @@ import (
 	"k8s.io/apiserver/pkg/admission"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/apiserver/pkg/server/dynamiccertificates"
+	genericoptions "k8s.io/apiserver/pkg/server/options"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	basecompatibility "k8s.io/component-base/compatibility"
 	"k8s.io/utils/clock"
 
+	"github.com/kube-events/events-apiserver/pkg/apis/core"
 	"github.com/kube-events/events-apiserver/pkg/apiserver"
 	"github.com/kube-events/events-apiserver/pkg/apiserver/standalone"
 	"github.com/kube-events/events-apiserver/pkg/authn/certcache"
@@ -93,12 +95,16 @@ func (o CompletedOptions) Config() (*apiserver.Config, error) {
 	if err != nil {
 		return nil, err
 	}
+	storeCache, err := o.storeCache()
+	if err != nil {
+		return nil, err
+	}
 
 	return &apiserver.Config{
 		GenericConfig: cfg,
 		ExtraConfig: apiserver.ExtraConfig{
 			EventTTL:                   o.EventTTL,
-			StoreCache:                 eventstorage.StoreCache(o.StoreCache),
+			StoreCache:                 storeCache,
 			SeriesSweeper:              o.seriesThresholds(policy),
 			EtcdMaintenance:            o.EtcdMaintenance.config(),
 			Fold:                       o.folding(policy),
@@ -111,6 +117,24 @@ func (o CompletedOptions) Config() (*apiserver.Config, error) {
 			Elected:                    elected,
 		},
 	}, nil
+}
+
+// storeCache is what serves the events' reads from memory: --store-cache's
+// kind, or none with --watch-cache=false or a --watch-cache-sizes of 0 for
+// events, as the generic storage factory reads those flags.
+func (o CompletedOptions) storeCache() (eventstorage.StoreCache, error) {
+	etcd := o.Recommended.Etcd
+	if !etcd.EnableWatchCache {
+		return eventstorage.NoStoreCache, nil
+	}
+	sizes, err := genericoptions.ParseWatchCacheSizes(etcd.WatchCacheSizes)
+	if err != nil {
+		return "", err
+	}
+	if size, ok := sizes[core.Resource("events")]; ok && size <= 0 {
+		return eventstorage.NoStoreCache, nil
+	}
+	return eventstorage.StoreCache(o.StoreCache), nil
 }
 
 // servingCredentials sets the serving certificate: when standalone, the

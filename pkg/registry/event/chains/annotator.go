@@ -46,6 +46,7 @@ import (
 	"github.com/kube-events/events-apiserver/pkg/ancestry"
 	"github.com/kube-events/events-apiserver/pkg/apis/core"
 	corev1 "github.com/kube-events/events-apiserver/pkg/apis/core/v1"
+	"github.com/kube-events/events-apiserver/pkg/etcdfollow"
 	"github.com/kube-events/events-apiserver/pkg/ownerchain"
 	eventregistry "github.com/kube-events/events-apiserver/pkg/registry/event"
 	"github.com/kube-events/events-apiserver/pkg/storedevent"
@@ -56,8 +57,8 @@ const (
 	workers = 2
 	// pageSize is how many stored events each read of the first pass holds.
 	pageSize = 500
-	// restartDelay is the wait before following etcd again after the watch
-	// failed (etcd compacted past it, or was unreachable).
+	// restartDelay is the wait before following etcd again after its
+	// client could not be made.
 	restartDelay = time.Second
 	// retryBase and retryMax bound the wait before an event's pending
 	// chain is resolved again, doubled at each failure: kube-apiserver
@@ -152,7 +153,7 @@ func (a *Annotator) Run(ctx context.Context) {
 	}
 	wait.UntilWithContext(ctx, func(ctx context.Context) {
 		if err := a.follow(ctx, queue); err != nil && ctx.Err() == nil {
-			logger.Error(err, "Following the stored events failed; reading them all again", "after", restartDelay)
+			logger.Error(err, "Following the stored events failed", "after", restartDelay)
 		}
 	}, restartDelay)
 	queue.ShutDown()
@@ -160,58 +161,43 @@ func (a *Annotator) Run(ctx context.Context) {
 }
 
 // follow queues every stored event without a chain, then those written
-// since, until ctx ends or the watch fails.
+// since (etcdfollow: a watch that ends is started again from its revision,
+// and only a compaction past it reads every event again), until ctx ends.
 func (a *Annotator) follow(ctx context.Context, queue workqueue.TypedRateLimitingInterface[item]) error {
 	client, err := a.cfg.NewClient()
 	if err != nil {
 		return fmt.Errorf("etcd client: %w", err)
 	}
 	defer func() { _ = client.Close() }()
-
-	revision, err := a.readAll(ctx, client, queue)
+	follower, err := etcdfollow.New(etcdfollow.Config{Name: a.Name(), KV: client.KV, Watcher: client.Watcher, Prefix: a.keyPrefix, PageSize: pageSize})
 	if err != nil {
 		return err
 	}
-	watchCtx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
-	defer cancel()
-	for response := range client.Watch(watchCtx, a.keyPrefix, clientv3.WithPrefix(), clientv3.WithRev(revision+1)) {
-		if err := response.Err(); err != nil {
-			return fmt.Errorf("watching the stored events: %w", err)
-		}
-		for _, change := range response.Events {
-			if change.Type == mvccpb.PUT {
-				a.consider(ctx, change.Kv, queue)
-			}
-		}
-	}
-	return ctx.Err()
+	follower.Run(ctx, annotatorFeed{a: a, queue: queue})
+	return nil
 }
 
-// readAll queues every stored event without a chain, reading them page by
-// page at one revision, which it returns.
-func (a *Annotator) readAll(ctx context.Context, client *clientv3.Client, queue workqueue.TypedRateLimitingInterface[item]) (int64, error) {
-	key, end := a.keyPrefix, clientv3.GetPrefixRangeEnd(a.keyPrefix)
-	var revision int64
-	for {
-		options := []clientv3.OpOption{clientv3.WithRange(end), clientv3.WithLimit(pageSize)}
-		if revision != 0 {
-			options = append(options, clientv3.WithRev(revision))
-		}
-		response, err := client.Get(ctx, key, options...)
-		if err != nil {
-			return 0, fmt.Errorf("reading the stored events: %w", err)
-		}
-		if revision == 0 {
-			revision = response.Header.Revision
-		}
-		for _, kv := range response.Kvs {
-			a.consider(ctx, kv, queue)
-		}
-		if !response.More || len(response.Kvs) == 0 {
-			return revision, nil
-		}
-		key = string(response.Kvs[len(response.Kvs)-1].Key) + "\x00"
+// annotatorFeed queues what the annotator's follower reads: every stored
+// event listed, and every one written since.
+type annotatorFeed struct {
+	a     *Annotator
+	queue workqueue.TypedRateLimitingInterface[item]
+}
+
+func (f annotatorFeed) Listed(ctx context.Context, _ int64, kvs []*mvccpb.KeyValue, _ bool) error {
+	for _, kv := range kvs {
+		f.a.consider(ctx, kv, f.queue)
 	}
+	return nil
+}
+
+func (f annotatorFeed) Watched(ctx context.Context, _ int64, changes []*clientv3.Event) error {
+	for _, change := range changes {
+		if change.Type == mvccpb.PUT {
+			f.a.consider(ctx, change.Kv, f.queue)
+		}
+	}
+	return nil
 }
 
 // consider queues the event kv holds if its chain is pending, or absent

@@ -26,7 +26,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apiserver/pkg/registry/generic"
 	"k8s.io/apiserver/pkg/registry/rest"
 	etcd3testing "k8s.io/apiserver/pkg/storage/etcd3/testing"
 	"k8s.io/apiserver/pkg/util/compatibility"
@@ -78,9 +77,10 @@ func newStoreWithChains(t *testing.T, chains eventregistry.ChainResolver) *event
 	if err != nil {
 		t.Fatal(err)
 	}
-	store, err := eventstorage.NewRESTWithClock(eventregistry.NewStrategy(apiserver.Scheme).WithChainResolver(chains), restOptionsGetter{
-		StorageConfig: resourceConfig, Decorator: generic.UndecoratedStorage, ResourcePrefix: "events", DeleteCollectionWorkers: 1,
-	}, time.Hour, nil, clock.RealClock{})
+	store, err := eventstorage.NewRESTWithClock(eventregistry.NewStrategy(apiserver.Scheme).WithChainResolver(chains), eventstorage.Options{
+		RESTOptions: restOptionsGetter{StorageConfig: resourceConfig, ResourcePrefix: "events", DeleteCollectionWorkers: 1},
+		TTL:         time.Hour,
+	}, clock.RealClock{})
 	if err != nil {
 		t.Fatal(err)
 	}

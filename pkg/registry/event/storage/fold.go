@@ -32,7 +32,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/registry/rest"
-	"k8s.io/apiserver/pkg/storage"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/lru"
@@ -119,17 +118,19 @@ type eventStore interface {
 // (foldWriteTimeout). A series forgotten (least recently used, or all of
 // them when Run ends) has its waiting creates written at once.
 //
-// It folds in the store's storage (foldingStorage), below the generic
-// registry store: a create reaches it after the strategy prepared and
-// validated it, admission validated it and its name was generated, exactly
-// as a create that is stored.
+// It folds above the generic registry store (REST.Create), at the last
+// step of a create's validation: a create reaches it after the strategy
+// prepared and validated it, admission validated it and its name was
+// generated, exactly as a create that is stored; and the folder writes
+// through the events store (REST, as an in-process writer), so that the
+// strategy judges its writes and resolves their chains too.
 type Folder struct {
 	config eventpolicy.Folding
 	// window is the group-commit window: FlushInterval, at most
 	// MaxFoldFlushInterval.
 	window time.Duration
-	// store is the registry store the folder is part of, set by NewREST
-	// once it is complete.
+	// store is the events store the folder writes through, given when
+	// the folder is made.
 	store eventStore
 	clock clock.WithDelayedExecution
 
@@ -142,13 +143,13 @@ type Folder struct {
 	waiting atomic.Int32
 }
 
-// newFolder returns a folder; NewREST gives it its store.
-func newFolder(config eventpolicy.Folding, clk clock.WithDelayedExecution) (*Folder, error) {
+// newFolder returns a folder that writes through store.
+func newFolder(config eventpolicy.Folding, store eventStore, clk clock.WithDelayedExecution) (*Folder, error) {
 	if errs := validation.ValidateFolding(config, field.NewPath("folding")); len(errs) > 0 {
 		return nil, fmt.Errorf("invalid folding configuration: %w", errs.ToAggregate())
 	}
 	registerFoldMetrics()
-	f := &Folder{config: config, window: min(config.FlushInterval.Duration, eventpolicy.MaxFoldFlushInterval), clock: clk}
+	f := &Folder{config: config, window: min(config.FlushInterval.Duration, eventpolicy.MaxFoldFlushInterval), store: store, clock: clk}
 	// A series forgotten (least recently used, or all at shutdown) has
 	// its waiting creates written now rather than at the end of its
 	// window.
@@ -160,43 +161,37 @@ func newFolder(config eventpolicy.Folding, clk clock.WithDelayedExecution) (*Fol
 
 // foldable is true for creates the folder may fold: plain singletons (no
 // series, no count of their own beyond one occurrence). Creates that carry a
-// series or a count come from a reporter that counts itself. Dry runs never
-// reach the storage.
+// series or a count come from a reporter that counts itself. Dry runs are
+// never folded (REST.create).
 func foldable(e *core.Event) bool {
 	return e.Series == nil && e.Count <= 1
 }
 
-// foldingStorage is the events store's storage: creates of a hot series
-// are folded (Folder), everything else goes to the storage it wraps.
-type foldingStorage struct {
-	storage.Interface
-	folder *Folder
+// folds says whether the folder may fold a create of event under ctx:
+// a foldable event, not written by the server itself
+// (InternalWriteContext: the folder's own writes among them).
+func (*Folder) folds(ctx context.Context, event *core.Event) bool {
+	return foldable(event) && !eventregistry.IsInternalWrite(ctx)
 }
 
-// Create stores a new event, or folds it into the live event of its series
-// when the series is hot and answers with the live event in out once the
-// fold is written. Writes of the server's own (InternalWriteContext) are
-// always stored.
-func (s foldingStorage) Create(ctx context.Context, key string, obj, out runtime.Object, ttl uint64) error {
-	event, ok := obj.(*core.Event)
-	if !ok || eventregistry.IsInternalWrite(ctx) || !foldable(event) {
-		return s.Interface.Create(ctx, key, obj, out, ttl)
-	}
-	return s.folder.create(ctx, event, out, func() error { return s.Interface.Create(ctx, key, obj, out, ttl) })
+// foldCreate is what the folder made of one create: a create to store
+// (batch nil), which becomes its series' live event once stored, or one
+// folded into batch, answered once batch is written.
+type foldCreate struct {
+	series *foldedSeries
+	batch  *foldBatch
+	start  time.Time
 }
 
-// create folds event into its series' live event, writing the answer into
-// out once the write that holds it succeeded, or stores it with store when
-// the series is not hot.
-func (f *Folder) create(ctx context.Context, event *core.Event, out runtime.Object, store func() error) error {
-	answer, ok := out.(*core.Event)
-	if !ok {
-		return fmt.Errorf("folding into %T, not an event", out)
-	}
+// admit counts a create of event in its series' burst and says whether it
+// is stored or folded: the first Folding.After creates of a burst are
+// stored, and so is every create while the series has no live event.
+func (f *Folder) admit(ctx context.Context, event *core.Event) foldCreate {
 	now := f.clock.Now()
 	s := f.seriesFor(seriesKey{series: seriesKeyOf(event), user: userOf(ctx)})
 
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	if now.Sub(s.lastCreate) > f.config.Window.Duration || s.finished {
 		// A new burst, or the live event was finished meanwhile: store
 		// the next creates again, each becoming the live event.
@@ -205,17 +200,7 @@ func (f *Folder) create(ctx context.Context, event *core.Event, out runtime.Obje
 	s.creates++
 	s.lastCreate = now
 	if s.creates <= int(f.config.After) || s.live == nil {
-		s.mu.Unlock()
-		if err := store(); err != nil {
-			return err
-		}
-		s.mu.Lock()
-		if !s.armed {
-			// Unless a write of the previous live event is coming.
-			s.live = answer.DeepCopy()
-		}
-		s.mu.Unlock()
-		return nil
+		return foldCreate{series: s, start: now}
 	}
 	b := s.batch
 	if b == nil {
@@ -226,22 +211,36 @@ func (f *Folder) create(ctx context.Context, event *core.Event, out runtime.Obje
 	b.last = maxTime(b.last, now)
 	f.schedule(s)
 	f.waiting.Add(1)
-	s.mu.Unlock()
+	return foldCreate{series: s, batch: b, start: now}
+}
 
+// stored makes created, which a create the folder did not fold stored,
+// its series' live event, unless a write of the previous live event is
+// coming.
+func (f *Folder) stored(c foldCreate, created *core.Event) {
+	c.series.mu.Lock()
+	defer c.series.mu.Unlock()
+	if !c.series.armed {
+		c.series.live = created.DeepCopy()
+	}
+}
+
+// wait answers a folded create once the write that holds it ended: with
+// the event as that write stored it, or its error.
+func (f *Folder) wait(ctx context.Context, c foldCreate) (*core.Event, error) {
 	defer f.waiting.Add(-1)
 	select {
-	case <-b.done:
+	case <-c.batch.done:
 	case <-ctx.Done():
-		foldWaitSeconds.Observe(f.clock.Since(now).Seconds())
-		return apierrors.NewTimeoutError(fmt.Sprintf("the request ended before the write of its folded occurrence did (it may still be counted): %v", ctx.Err()), 1)
+		foldWaitSeconds.Observe(f.clock.Since(c.start).Seconds())
+		return nil, apierrors.NewTimeoutError(fmt.Sprintf("the request ended before the write of its folded occurrence did (it may still be counted): %v", ctx.Err()), 1)
 	}
-	foldWaitSeconds.Observe(f.clock.Since(now).Seconds())
-	if b.err != nil {
-		return b.err
+	foldWaitSeconds.Observe(f.clock.Since(c.start).Seconds())
+	if c.batch.err != nil {
+		return nil, c.batch.err
 	}
 	foldedTotal.WithLabelValues(apiOf(ctx)).Inc()
-	b.stored.DeepCopyInto(answer)
-	return nil
+	return c.batch.stored.DeepCopy(), nil
 }
 
 // schedule arms the next write of s unless one is scheduled or in flight

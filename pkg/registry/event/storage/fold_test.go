@@ -64,9 +64,10 @@ func newStore(t *testing.T, folding *eventpolicy.Folding, clk clock.WithDelayedE
 	if err != nil {
 		t.Fatal(err)
 	}
-	store, err := eventstorage.NewRESTWithClock(eventregistry.NewStrategy(apiserver.Scheme), restOptionsGetter{
-		StorageConfig: resourceConfig, Decorator: generic.UndecoratedStorage, ResourcePrefix: "events", DeleteCollectionWorkers: 1,
-	}, time.Hour, folding, clk)
+	store, err := eventstorage.NewRESTWithClock(eventregistry.NewStrategy(apiserver.Scheme), eventstorage.Options{
+		RESTOptions: restOptionsGetter{StorageConfig: resourceConfig, ResourcePrefix: "events", DeleteCollectionWorkers: 1},
+		TTL:         time.Hour, Folding: folding,
+	}, clk)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,11 +22,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apiserver/pkg/registry/generic"
-	"k8s.io/apiserver/pkg/storage"
-	"k8s.io/apiserver/pkg/storage/storagebackend"
-	"k8s.io/apiserver/pkg/storage/storagebackend/factory"
-	"k8s.io/client-go/tools/cache"
 
 	"github.com/kube-events/events-apiserver/pkg/apis/core"
 )
@@ -142,36 +137,4 @@ func (c internCodec) Decode(data []byte, defaults *schema.GroupVersionKind, into
 		c.table.internEvent(event)
 	}
 	return obj, kind, err
-}
-
-// internFoldRESTOptions is a RESTOptionsGetter whose store decodes events
-// through an internCodec and, with a folder, folds creates in its storage
-// (foldingStorage): between the registry store and the store's cache.
-type internFoldRESTOptions struct {
-	generic.RESTOptionsGetter
-	table  *stringTable
-	folder *Folder
-}
-
-func (g internFoldRESTOptions) GetRESTOptions(resource schema.GroupResource, example runtime.Object) (generic.RESTOptions, error) {
-	options, err := g.RESTOptionsGetter.GetRESTOptions(resource, example)
-	if err != nil || options.StorageConfig == nil {
-		return options, err
-	}
-	storageConfig := *options.StorageConfig
-	storageConfig.Codec = internCodec{Codec: storageConfig.Codec, table: g.table}
-	options.StorageConfig = &storageConfig
-	if g.folder != nil {
-		decorator := options.Decorator
-		options.Decorator = func(config *storagebackend.ConfigForResource, resourcePrefix string, keyFunc func(obj runtime.Object) (string, error),
-			newFunc, newListFunc func() runtime.Object, getAttrs storage.AttrFunc, trigger storage.IndexerFuncs, indexers *cache.Indexers,
-		) (storage.Interface, factory.DestroyFunc, error) {
-			s, destroy, err := decorator(config, resourcePrefix, keyFunc, newFunc, newListFunc, getAttrs, trigger, indexers)
-			if err != nil {
-				return nil, nil, err
-			}
-			return foldingStorage{Interface: s, folder: g.folder}, destroy, nil
-		}
-	}
-	return options, nil
 }

@@ -24,6 +24,7 @@ package storage
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -37,7 +38,6 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/kube-events/events-apiserver/pkg/apis/core"
-	"github.com/kube-events/events-apiserver/pkg/apis/eventpolicy"
 	eventregistry "github.com/kube-events/events-apiserver/pkg/registry/event"
 )
 
@@ -59,26 +59,20 @@ var (
 )
 
 // NewREST returns the events store, which validates and prepares writes
-// with strategy (NewStrategy, with a chain resolver in a cluster). ttl is how long an event lives after its
-// last write (kube-apiserver's --event-ttl); it is rounded down to whole
-// seconds, the granularity of etcd leases, and must be at least a second.
-// folding, when set, makes the store fold isomorphic creates of hot series
-// (Folder); the server must run the store's Folder, whose end writes the
-// folded counts still in memory.
-func NewREST(strategy eventregistry.Strategy, optsGetter generic.RESTOptionsGetter, ttl time.Duration, folding *eventpolicy.Folding) (*REST, error) {
-	return newREST(strategy, optsGetter, ttl, folding, clock.RealClock{})
+// with strategy (NewStrategy, with a chain resolver in a cluster), over the
+// storage options assemble (pipeline.build). options.TTL is rounded down to
+// whole seconds, the granularity of etcd leases. With options.Folding, the
+// store folds isomorphic creates of hot series (Folder); the server must
+// run the store's Folder, whose end writes the folded counts still in
+// memory.
+func NewREST(strategy eventregistry.Strategy, options Options) (*REST, error) {
+	return newREST(strategy, options, clock.RealClock{})
 }
 
-func newREST(strategy eventregistry.Strategy, optsGetter generic.RESTOptionsGetter, ttl time.Duration, folding *eventpolicy.Folding, clk clock.WithDelayedExecution) (*REST, error) {
-	ttlFunc, err := TTLFunc(ttl)
+func newREST(strategy eventregistry.Strategy, options Options, clk clock.WithDelayedExecution) (*REST, error) {
+	ttlFunc, err := TTLFunc(options.TTL)
 	if err != nil {
 		return nil, err
-	}
-	var folder *Folder
-	if folding != nil {
-		if folder, err = newFolder(*folding, clk); err != nil {
-			return nil, err
-		}
 	}
 	store := &genericregistry.Store{
 		NewFunc:                   func() runtime.Object { return &core.Event{} },
@@ -95,18 +89,21 @@ func newREST(strategy eventregistry.Strategy, optsGetter generic.RESTOptionsGett
 		TableConvertor: eventregistry.TableConvertor{},
 	}
 	table := newStringTable()
-	options := &generic.StoreOptions{
-		RESTOptions: internFoldRESTOptions{RESTOptionsGetter: optsGetter, table: table, folder: folder},
+	storeOptions := &generic.StoreOptions{
+		RESTOptions: pipeline{Options: options, table: table},
 		AttrFunc:    newAttrFunc(table),
 		Indexers:    Indexers(),
 		TriggerFunc: TriggerFuncs(),
 	}
-	if err := store.CompleteWithOptions(options); err != nil {
+	if err := store.CompleteWithOptions(storeOptions); err != nil {
 		return nil, err
 	}
-	r := &REST{Store: store, strategy: strategy, folder: folder}
-	if folder != nil {
-		folder.store = r
+	r := &REST{Store: store, strategy: strategy}
+	if options.Folding != nil {
+		if r.folder, err = newFolder(*options.Folding, r, clk); err != nil {
+			store.DestroyFunc()
+			return nil, err
+		}
 	}
 	return r, nil
 }
@@ -146,18 +143,51 @@ func (r *REST) Create(ctx context.Context, obj runtime.Object, createValidation 
 const maxNameGenerationAttempts = 8
 
 // create creates event, which has its name, resolving its chain between
-// admission and the write.
+// admission and the write; the folder, if any, then stores it or folds it
+// (a dry run is never folded).
 func (r *REST) create(ctx context.Context, event *core.Event, createValidation rest.ValidateObjectFunc, options *metav1.CreateOptions) (runtime.Object, error) {
+	var fold *foldCreate
 	validate := func(ctx context.Context, validated runtime.Object) error {
 		if createValidation != nil {
 			if err := createValidation(ctx, validated); err != nil {
 				return err
 			}
 		}
-		return r.strategy.ResolveChain(ctx, event)
+		if err := r.strategy.ResolveChain(ctx, event); err != nil {
+			return err
+		}
+		if r.folder == nil || (options != nil && len(options.DryRun) > 0) || !r.folder.folds(ctx, event) {
+			return nil
+		}
+		c := r.folder.admit(ctx, event)
+		fold = &c
+		if c.batch != nil {
+			// Not stored: the folder writes it with the others of its
+			// batch.
+			return errFolded
+		}
+		return nil
 	}
-	return r.Store.Create(ctx, event, validate, options)
+	created, err := r.Store.Create(ctx, event, validate, options)
+	switch {
+	case fold == nil:
+		return created, err
+	case fold.batch != nil:
+		if !errors.Is(err, errFolded) {
+			return nil, fmt.Errorf("a folded create was stored: %w", err)
+		}
+		return r.folder.wait(ctx, *fold)
+	case err == nil:
+		if event, ok := created.(*core.Event); ok {
+			r.folder.stored(*fold, event)
+		}
+	}
+	return created, err
 }
+
+// errFolded ends the generic store's create of an event the folder folds,
+// after its validation and before its write.
+var errFolded = errors.New("folded")
 
 // Update updates an event (or creates it, a PUT of an event that does not
 // exist). A chain of controller owners the stored event lacks, or has

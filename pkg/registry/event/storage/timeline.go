@@ -41,7 +41,7 @@ import (
 //
 // It is fed beneath the store's cache (the compact live store or the watch
 // cache), by the list and the watch the cache reads etcd with
-// (WithStoreCache): every change reaches the timeline before the cache, so
+// (Options.Timeline): every change reaches the timeline before the cache, so
 // once the cache has answered a consistent read at revision R, the
 // timeline holds every change up to R. Over the watch
 // cache it keeps the objects the watch delivers, which the watch cache keeps
@@ -60,7 +60,7 @@ type Timeline struct {
 	listingRV uint64
 	// fetch reads from the store's cache an event the timeline holds the
 	// order of only; etcd is the storage beneath the cache, whose
-	// revision Sync waits for. Both set by WithStoreCache.
+	// revision Sync waits for. Both set by the store cache (pipeline.storeCache).
 	fetch fetchFunc
 	etcd  storage.Interface
 	// cloneMu serializes the clones of the trees that Newest walks.
@@ -107,7 +107,7 @@ func newestFirst(a, b *timelineEntry) bool {
 }
 
 // NewTimeline returns an empty timeline; the store's cache feeds it
-// (WithStoreCache).
+// (Options.Timeline).
 func NewTimeline() *Timeline {
 	t := &Timeline{advanced: make(chan struct{})}
 	t.reset(nil)

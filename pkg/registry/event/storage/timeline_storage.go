@@ -18,154 +18,16 @@ package storage
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"reflect"
-	"sync"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/apiserver/pkg/registry/generic"
 	"k8s.io/apiserver/pkg/storage"
-	cacherstorage "k8s.io/apiserver/pkg/storage/cacher"
-	"k8s.io/apiserver/pkg/storage/storagebackend"
-	"k8s.io/apiserver/pkg/storage/storagebackend/factory"
-	"k8s.io/client-go/tools/cache"
 
 	"github.com/kube-events/events-apiserver/pkg/apis/core"
-	"github.com/kube-events/events-apiserver/pkg/livestore"
 )
-
-// StoreCache is what serves the store's reads from memory.
-type StoreCache string
-
-const (
-	// WatchCache is k8s.io/apiserver's watch cache (the cacher), which
-	// holds every event decoded.
-	WatchCache StoreCache = "watch-cache"
-	// CompactStore is the compact live store (pkg/livestore), which holds
-	// every event as its stored bytes, outside the Go heap.
-	CompactStore StoreCache = "compact"
-)
-
-// StoreCaches are the values of StoreCache.
-var StoreCaches = []StoreCache{WatchCache, CompactStore}
-
-// WithStoreCache returns getter with the store's cache (where getter gives
-// one: --watch-cache) made by cache, fed through timeline when it is not
-// nil.
-func WithStoreCache(getter generic.RESTOptionsGetter, cache StoreCache, timeline *Timeline) generic.RESTOptionsGetter {
-	return storeCacheOptions{RESTOptionsGetter: getter, cache: cache, timeline: timeline}
-}
-
-type storeCacheOptions struct {
-	generic.RESTOptionsGetter
-	cache    StoreCache
-	timeline *Timeline
-}
-
-func (g storeCacheOptions) GetRESTOptions(resource schema.GroupResource, example runtime.Object) (generic.RESTOptions, error) {
-	options, err := g.RESTOptionsGetter.GetRESTOptions(resource, example)
-	if err != nil || !cached(options.Decorator) {
-		return options, err
-	}
-	options.Decorator = storeCacheDecorator(g.cache, g.timeline)
-	return options, nil
-}
-
-// cached says whether a storage decorator is the watch cache: the storage
-// factory gives every resource either the cacher or UndecoratedStorage.
-func cached(decorator generic.StorageDecorator) bool {
-	return decorator != nil && reflect.ValueOf(decorator).Pointer() != reflect.ValueOf(generic.StorageDecorator(generic.UndecoratedStorage)).Pointer()
-}
-
-// storeCacheDecorator makes the store's cache of kind cache over etcd,
-// with timeline (when not nil) fed beneath it by the list and watch the
-// cache reads etcd with (timelineTap). A timeline feeds one cache: a
-// second store is an error.
-func storeCacheDecorator(kind StoreCache, timeline *Timeline) generic.StorageDecorator {
-	if kind == "" {
-		kind = CompactStore
-	}
-	return func(config *storagebackend.ConfigForResource, resourcePrefix string, keyFunc func(runtime.Object) (string, error),
-		newFunc, newListFunc func() runtime.Object, getAttrs storage.AttrFunc, trigger storage.IndexerFuncs, indexers *cache.Indexers,
-	) (storage.Interface, factory.DestroyFunc, error) {
-		if timeline != nil && !timeline.fed.CompareAndSwap(false, true) {
-			return nil, nil, errors.New("the timeline already feeds a store cache")
-		}
-		s, destroyStorage, err := generic.NewRawStorage(config, newFunc, newListFunc, resourcePrefix)
-		if err != nil {
-			return nil, nil, err
-		}
-		source := s
-		if timeline != nil {
-			source = timelineTap{Interface: s, timeline: timeline}
-		}
-		var served storage.Interface
-		var stop func()
-		switch kind {
-		case CompactStore:
-			live, err := livestore.New(livestore.Config{
-				// Clients' reads that the store does not serve go to
-				// etcd itself; the timeline sees only the feed.
-				Storage:        s,
-				Feed:           source,
-				Codec:          config.Codec,
-				GroupResource:  config.GroupResource,
-				ResourcePrefix: resourcePrefix,
-				KeyFunc:        keyFunc,
-				NewFunc:        newFunc,
-				NewListFunc:    newListFunc,
-				GetAttrsFunc:   getAttrs,
-				Indexers:       indexers,
-				IndexerFuncs:   trigger,
-				HistoryWindow:  config.EventsHistoryWindow,
-			})
-			if err != nil {
-				destroyStorage()
-				return nil, nil, err
-			}
-			served, stop = live, live.Stop
-		default:
-			cacher, err := cacherstorage.NewCacherFromConfig(cacherstorage.Config{
-				Storage:             source,
-				Versioner:           storage.APIObjectVersioner{},
-				GroupResource:       config.GroupResource,
-				EventsHistoryWindow: config.EventsHistoryWindow,
-				ResourcePrefix:      resourcePrefix,
-				KeyFunc:             keyFunc,
-				NewFunc:             newFunc,
-				NewListFunc:         newListFunc,
-				GetAttrsFunc:        getAttrs,
-				IndexerFuncs:        trigger,
-				Indexers:            indexers,
-				Codec:               config.Codec,
-			})
-			if err != nil {
-				destroyStorage()
-				return nil, nil, err
-			}
-			delegator := cacherstorage.NewCacheDelegator(cacher, s)
-			served, stop = delegator, func() {
-				delegator.Stop()
-				cacher.Stop()
-			}
-		}
-		if timeline != nil {
-			timeline.feed(s, timelineFetch(s, served, keyFunc), kind != CompactStore)
-		}
-		var once sync.Once
-		return served, func() {
-			once.Do(func() {
-				stop()
-				destroyStorage()
-			})
-		}, nil
-	}
-}
 
 // timelineFetch reads the state of an event the timeline ordered: from
 // served, the store's cache, when the event has not changed since, and
