@@ -26,6 +26,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/component-base/metrics/legacyregistry"
 
 	"github.com/kube-events/events-apiserver/pkg/ownerchain"
@@ -41,34 +42,7 @@ func TestEventsWrittenByKubeAPIServerGetTheirChain(t *testing.T) {
 	ctx := testContext(t)
 	namespace := newNamespace(t)
 	kube := kubeClient(t, cluster.AdminConfig)
-	labels := map[string]string{"app": "web"}
-	template := corev1.PodTemplateSpec{
-		ObjectMeta: metav1.ObjectMeta{Labels: labels},
-		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}},
-	}
-	// No controllers run in envtest: the objects are made as they would.
-	d, err := kube.AppsV1().Deployments(namespace).Create(ctx, &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: "web"},
-		Spec:       appsv1.DeploymentSpec{Selector: &metav1.LabelSelector{MatchLabels: labels}, Template: template},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rs, err := kube.AppsV1().ReplicaSets(namespace).Create(ctx, &appsv1.ReplicaSet{
-		ObjectMeta: metav1.ObjectMeta{Name: "web-7d4f9", OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(d, appsv1.SchemeGroupVersion.WithKind("Deployment"))}},
-		Spec:       appsv1.ReplicaSetSpec{Selector: &metav1.LabelSelector{MatchLabels: labels}, Template: template},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	pod, err := kube.CoreV1().Pods(namespace).Create(ctx, &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "web-7d4f9-a", OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(rs, appsv1.SchemeGroupVersion.WithKind("ReplicaSet"))}},
-		Spec:       template.Spec,
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := ownerchain.Encode([]ownerchain.Ancestor{{Kind: "ReplicaSet", Name: rs.Name, UID: rs.UID}, {Kind: "Deployment", Name: d.Name, UID: d.UID}})
+	pod, want := deploymentPod(ctx, t, kube, namespace, "web", "web-7d4f9")
 
 	now := metav1.NewTime(time.Now())
 	events := kube.CoreV1().Events(namespace)
@@ -133,4 +107,38 @@ func TestEventsWrittenByKubeAPIServerGetTheirChain(t *testing.T) {
 	}); err != nil {
 		t.Fatalf("the archiver never completed a chain from the cache: %v", err)
 	}
+}
+
+// deploymentPod makes a Deployment named name in namespace, its ReplicaSet
+// rsName and one of its pods, as their controllers would (none run in
+// envtest), and returns the pod and the chain its events are to carry.
+func deploymentPod(ctx context.Context, t *testing.T, kube kubernetes.Interface, namespace, name, rsName string) (*corev1.Pod, string) {
+	t.Helper()
+	labels := map[string]string{"app": name}
+	template := corev1.PodTemplateSpec{
+		ObjectMeta: metav1.ObjectMeta{Labels: labels},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}},
+	}
+	d, err := kube.AppsV1().Deployments(namespace).Create(ctx, &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec:       appsv1.DeploymentSpec{Selector: &metav1.LabelSelector{MatchLabels: labels}, Template: template},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs, err := kube.AppsV1().ReplicaSets(namespace).Create(ctx, &appsv1.ReplicaSet{
+		ObjectMeta: metav1.ObjectMeta{Name: rsName, OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(d, appsv1.SchemeGroupVersion.WithKind("Deployment"))}},
+		Spec:       appsv1.ReplicaSetSpec{Selector: &metav1.LabelSelector{MatchLabels: labels}, Template: template},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod, err := kube.CoreV1().Pods(namespace).Create(ctx, &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: rsName + "-a", OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(rs, appsv1.SchemeGroupVersion.WithKind("ReplicaSet"))}},
+		Spec:       template.Spec,
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pod, ownerchain.Encode([]ownerchain.Ancestor{{Kind: "ReplicaSet", Name: rs.Name, UID: rs.UID}, {Kind: "Deployment", Name: d.Name, UID: d.UID}})
 }

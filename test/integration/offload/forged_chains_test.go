@@ -22,7 +22,6 @@ import (
 	"testing"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -42,34 +41,7 @@ func TestChainsWrittenThroughKubeAPIServerAreReplaced(t *testing.T) {
 	ctx := testContext(t)
 	namespace := newNamespace(t)
 	kube := kubeClient(t, cluster.AdminConfig)
-	labels := map[string]string{"app": "api"}
-	template := corev1.PodTemplateSpec{
-		ObjectMeta: metav1.ObjectMeta{Labels: labels},
-		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}},
-	}
-	// No controllers run in envtest: the objects are made as they would.
-	d, err := kube.AppsV1().Deployments(namespace).Create(ctx, &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: "api"},
-		Spec:       appsv1.DeploymentSpec{Selector: &metav1.LabelSelector{MatchLabels: labels}, Template: template},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rs, err := kube.AppsV1().ReplicaSets(namespace).Create(ctx, &appsv1.ReplicaSet{
-		ObjectMeta: metav1.ObjectMeta{Name: "api-5c8d", OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(d, appsv1.SchemeGroupVersion.WithKind("Deployment"))}},
-		Spec:       appsv1.ReplicaSetSpec{Selector: &metav1.LabelSelector{MatchLabels: labels}, Template: template},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	pod, err := kube.CoreV1().Pods(namespace).Create(ctx, &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "api-5c8d-a", OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(rs, appsv1.SchemeGroupVersion.WithKind("ReplicaSet"))}},
-		Spec:       template.Spec,
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := ownerchain.Encode([]ownerchain.Ancestor{{Kind: "ReplicaSet", Name: rs.Name, UID: rs.UID}, {Kind: "Deployment", Name: d.Name, UID: d.UID}})
+	pod, want := deploymentPod(ctx, t, kube, namespace, "api", "api-5c8d")
 	forged := map[string]string{
 		ownerchain.Annotation:     `["Deployment/payments","uid-payments"]`,
 		ownerchain.SealAnnotation: "bm90IGEgc2VhbA",
