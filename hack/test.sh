@@ -65,7 +65,7 @@ go test -count=1 -timeout 15m -v ./test/faults
 # The robustness harness's smoke: 40 s of traffic and faults per store
 # cache on the livestore_debug build, every list, watch and history page
 # checked against etcd's history; about 2.5 minutes with the build and
-# the validation (make test-robustness runs 5 minutes each).
+# the validation (make test-robustness runs 10 minutes each).
 phase "robustness smoke (test/robustness)"
 go test -count=1 -timeout 15m -v ./test/robustness -robustness.duration=40s -robustness.store-cache=compact,watch-cache
 
