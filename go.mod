@@ -41,8 +41,6 @@ require (
 	go.opentelemetry.io/otel/log v0.21.0
 	go.opentelemetry.io/otel/sdk/log v0.21.0
 	k8s.io/cli-runtime v0.37.2
-	sigs.k8s.io/kustomize/api v0.21.1
-	sigs.k8s.io/kustomize/kyaml v0.21.1
 )
 
 require (
@@ -52,6 +50,8 @@ require (
 	github.com/pbnjay/memory v0.0.0-20210728143218-7b4eea64cf58 // indirect
 	github.com/peterbourgon/diskv v2.0.1+incompatible // indirect
 	github.com/xlab/treeprint v1.2.0 // indirect
+	sigs.k8s.io/kustomize/api v0.21.1 // indirect
+	sigs.k8s.io/kustomize/kyaml v0.21.1 // indirect
 )
 
 require (

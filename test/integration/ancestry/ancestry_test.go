@@ -28,6 +28,7 @@ package ancestry
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"slices"
@@ -61,6 +62,10 @@ const eventTTL = 8 * time.Second
 var cluster *framework.AggregatedCluster
 
 func TestMain(m *testing.M) {
+	// Parsed before the cluster starts: the server in it opens an embedded
+	// archive, whose engine needs the flags parsed, and -run and -v must
+	// reach the tests.
+	flag.Parse()
 	var err error
 	cluster, err = framework.StartAggregatedCluster(framework.AggregatedClusterOptions{
 		ExtraServerFlags:    []string{"--archive=embedded", "--event-ttl=" + eventTTL.String()},

@@ -17,11 +17,14 @@ limitations under the License.
 package history
 
 import (
+	"bytes"
 	"crypto/tls"
+	"errors"
 	"io"
 	"net/http"
 	"net/url"
 	"os"
+	"os/exec"
 	"path"
 	"path/filepath"
 	"slices"
@@ -31,8 +34,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"sigs.k8s.io/kustomize/api/krusty"
-	"sigs.k8s.io/kustomize/kyaml/filesys"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
 	"github.com/kube-events/events-apiserver/test/harness"
@@ -161,18 +163,25 @@ func renderInstall(t *testing.T, base string, components ...string) installObjec
 	if err := os.WriteFile(filepath.Join(install, "kustomization.yaml"), []byte(kustomization), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	resources, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), install)
+	// kubectl's kustomize, not krusty's package: krusty imports the
+	// plugin package, whose dynamic linking the archive engine's cgo zstd
+	// in this test binary cannot take.
+	out, err := exec.Command("kubectl", "kustomize", install).Output()
 	if err != nil {
-		t.Fatalf("kustomize build of %s with %v: %v", base, components, err)
+		t.Fatalf("kubectl kustomize of %s with %v: %v", base, components, err)
 	}
 	objs := installObjects{}
-	for _, r := range resources.Resources() {
-		m, err := r.Map()
-		if err != nil {
+	decoder := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(out), 4096)
+	for {
+		obj := &unstructured.Unstructured{}
+		if err := decoder.Decode(&obj.Object); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
 			t.Fatal(err)
 		}
-		obj := &unstructured.Unstructured{Object: m}
-		objs[[2]string{obj.GetKind(), obj.GetName()}] = obj
+		if len(obj.Object) > 0 {
+			objs[[2]string{obj.GetKind(), obj.GetName()}] = obj
+		}
 	}
 	return objs
 }

@@ -26,6 +26,7 @@ package mirror
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"strconv"
@@ -60,6 +61,10 @@ var cluster *framework.AggregatedCluster
 var serverBinary string
 
 func TestMain(m *testing.M) {
+	// Parsed before the cluster starts: the server in it opens an embedded
+	// archive, whose engine needs the flags parsed, and -run and -v must
+	// reach the tests.
+	flag.Parse()
 	dir, err := os.MkdirTemp("", "mirror-test-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
