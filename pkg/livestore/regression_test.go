@@ -463,19 +463,7 @@ func TestReadsDuringRelist(t *testing.T) {
 	relists := metricValue(t, "events_apiserver_live_store_relists_total")
 
 	listing, release := env.control.holdLists()
-	gone := apierrors.NewResourceExpired("required revision has been compacted")
-	env.control.endFeeds(&watch.Event{Type: watch.Error, Object: &gone.ErrStatus})
-	// The store waits out its backoff on the fake clock, then lists.
-	for waiting := true; waiting; {
-		select {
-		case <-listing:
-			waiting = false
-		case <-ctx.Done():
-			t.Fatal("the store did not relist")
-		case <-time.After(10 * time.Millisecond):
-			clk.Step(time.Minute)
-		}
-	}
+	compactFeed(ctx, t, env, clk, listing)
 	createPod(ctx, t, env.etcd, "ns", "during", "node-1", nil)
 	consistent, err := listPods(ctx, env.store, "")
 	if err != nil {
@@ -531,18 +519,7 @@ func TestRelistPastItsBoundDropsTheOldTable(t *testing.T) {
 	dropped := metricValue(t, "events_apiserver_live_store_dropped_tables_total")
 
 	listing, release := env.control.holdContinuedLists()
-	gone := apierrors.NewResourceExpired("required revision has been compacted")
-	env.control.endFeeds(&watch.Event{Type: watch.Error, Object: &gone.ErrStatus})
-	for waiting := true; waiting; {
-		select {
-		case <-listing:
-			waiting = false
-		case <-ctx.Done():
-			t.Fatal("the store did not relist")
-		case <-time.After(10 * time.Millisecond):
-			clk.Step(time.Minute)
-		}
-	}
+	compactFeed(ctx, t, env, clk, listing)
 	for {
 		if _, ok := next(t, w); !ok {
 			break
@@ -751,5 +728,24 @@ func TestReadsAfterStopGoToEtcd(t *testing.T) {
 	createPod(ctx, t, env.storage, "ns", "later", "node-1", nil)
 	if e, ok := next(t, w); !ok || e.Type != watch.Added {
 		t.Errorf("watch after Stop: %v %v, want ADDED later", e.Type, ok)
+	}
+}
+
+// compactFeed ends the store's feeds with 410 Gone, as a compaction past
+// its revision does, and steps clk through the store's backoff until the
+// relist reaches etcd (listing receives).
+func compactFeed(ctx context.Context, t *testing.T, env *controlledEnv, clk *testingclock.FakeClock, listing <-chan struct{}) {
+	t.Helper()
+	gone := apierrors.NewResourceExpired("required revision has been compacted")
+	env.control.endFeeds(&watch.Event{Type: watch.Error, Object: &gone.ErrStatus})
+	for {
+		select {
+		case <-listing:
+			return
+		case <-ctx.Done():
+			t.Fatal("the store did not relist")
+		case <-time.After(10 * time.Millisecond):
+			clk.Step(time.Minute)
+		}
 	}
 }
